@@ -1,0 +1,55 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let package = Package(
+    name: "OutaTime",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "outatime-server", targets: ["outatime-server"]),
+        .library(name: "OutaTimeServer", targets: ["OutaTimeServer"]),
+        .library(name: "OutaTimeProtocol", targets: ["OutaTimeProtocol"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CLibUV",
+            pkgConfig: "libuv",
+            providers: [.apt(["libuv1-dev"]), .brew(["libuv"])]
+        ),
+        .target(name: "UV", dependencies: ["CLibUV"]),
+        .target(name: "OutaTimeProtocol"),
+        .target(name: "OutaTimeDomain", dependencies: ["OutaTimeProtocol"]),
+        .target(
+            name: "OutaTimeStore",
+            dependencies: [.product(name: "GRDB", package: "GRDB.swift")]
+        ),
+        .target(
+            name: "OutaTimeServer",
+            dependencies: [
+                "UV", "OutaTimeProtocol", "OutaTimeDomain", "OutaTimeStore",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "outatime-server",
+            dependencies: [
+                "OutaTimeServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(name: "UVTests", dependencies: ["UV"]),
+        .testTarget(name: "OutaTimeProtocolTests", dependencies: ["OutaTimeProtocol"]),
+        .testTarget(name: "OutaTimeDomainTests", dependencies: ["OutaTimeDomain", "OutaTimeProtocol"]),
+        .testTarget(name: "OutaTimeStoreTests", dependencies: ["OutaTimeStore"]),
+        .testTarget(
+            name: "OutaTimeServerTests",
+            dependencies: ["OutaTimeServer", "OutaTimeProtocol", "outatime-server"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,1 @@
+// The frame codec, envelope types and error codes of protocol v1.
