@@ -3,7 +3,7 @@ import PackageDescription
 
 let package = Package(
     name: "OutaTime",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "outatime-server", targets: ["outatime-server"]),
         .library(name: "OutaTimeServer", targets: ["OutaTimeServer"]),

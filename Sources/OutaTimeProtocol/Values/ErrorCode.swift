@@ -68,5 +68,6 @@ public struct ProtocolError: Error, Sendable, Equatable, Codable, CustomStringCo
         self.message = message
     }
 
+    /// `code: message`, for logs.
     public var description: String { "\(code.rawValue): \(message)" }
 }

@@ -1,17 +1,25 @@
 /// Any JSON value. Used where the contract allows arbitrary JSON (`publish`
 /// `data`, unknown request fields) and for reading request fields.
 public enum JSONValue: Sendable, Hashable {
+    /// `null`.
     case null
+    /// `true` or `false`.
     case bool(Bool)
     /// A number with no fraction that fits in 64 bits.
     case int(Int64)
+    /// Any other number (a fraction, or too large for `Int64`).
     case double(Double)
+    /// A string.
     case string(String)
+    /// An array.
     case array([JSONValue])
+    /// An object; key order is not kept.
     case object([String: JSONValue])
 }
 
 extension JSONValue: Codable {
+    /// Decodes any JSON value, trying the narrowest case first (so `5.0`
+    /// becomes `.int(5)`).
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
@@ -31,6 +39,7 @@ extension JSONValue: Codable {
         }
     }
 
+    /// Encodes the value as the JSON it stands for.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         switch self {

@@ -1,0 +1,214 @@
+// Server pushes (§5): messages the server sends without a request. Each
+// writes its constant `type` itself. They are encode-only: the server
+// builds them once per change and fans the frame out.
+
+/// Someone subscribed to a channel: `{"session": …, "name": …}`.
+public struct Watcher: Codable, Sendable, Hashable {
+    /// The watcher's session id, from its hello reply.
+    public let session: String
+    /// The operator display name given in `hello`.
+    public let name: String
+
+    /// Creates a watcher entry.
+    public init(session: String, name: String) {
+        self.session = session
+        self.name = name
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case session, name
+    }
+}
+
+/// A failure not tied to a request id:
+/// `{"type":"error","error":{"code":…,"message":…}}`.
+public struct ErrorPush: Encodable, Sendable {
+    /// What went wrong.
+    public let error: ProtocolError
+
+    /// Creates the push for `error`.
+    public init(error: ProtocolError) {
+        self.error = error
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case type, error
+    }
+
+    /// Writes `type` `error` and the error object.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode("error", forKey: .type)
+        try container.encode(error, forKey: .error)
+    }
+}
+
+/// Why the server is closing a connection, sent in ``ByePush``. Logged and
+/// counted by the server too.
+public enum ByeReason: String, Sendable, Codable, CaseIterable {
+    /// The server is stopping.
+    case serverShutdown = "server_shutdown"
+    /// Nothing arrived for 2 × `heartbeat_ms`.
+    case idleTimeout = "idle_timeout"
+    /// `hello` did not complete within 10 s.
+    case helloTimeout = "hello_timeout"
+    /// The client read too slowly and its output buffer overflowed.
+    case slowConsumer = "slow_consumer"
+    /// A framing error: the stream is out of sync.
+    case protocolError = "protocol_error"
+    /// `hello` asked for a protocol version other than 1.
+    case unsupportedProtocol = "unsupported_protocol"
+    /// Tokens are configured and `hello` carried no valid one.
+    case unauthorized
+}
+
+/// The last message before the server closes: `{"type":"bye","reason":…}`.
+public struct ByePush: Encodable, Sendable {
+    /// Why the connection is closed.
+    public let reason: ByeReason
+
+    /// Creates the push for `reason`.
+    public init(reason: ByeReason) {
+        self.reason = reason
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case type, reason
+    }
+
+    /// Writes `type` `bye` and the reason.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode("bye", forKey: .type)
+        try container.encode(reason, forKey: .reason)
+    }
+}
+
+/// A `publish` delivered to a subscriber:
+/// `{"type":"message","channel":C,"from":{…},"data":…}`.
+public struct MessagePush: Encodable, Sendable {
+    /// The channel, in its `kind/name` form.
+    public let channel: String
+    /// The publisher.
+    public let from: Watcher
+    /// The published JSON, as given.
+    public let data: JSONValue
+
+    /// Creates the push.
+    public init(channel: String, from: Watcher, data: JSONValue) {
+        self.channel = channel
+        self.from = from
+        self.data = data
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case type, channel, from, data
+    }
+
+    /// Writes `type` `message` and the fields.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode("message", forKey: .type)
+        try container.encode(channel, forKey: .channel)
+        try container.encode(from, forKey: .from)
+        try container.encode(data, forKey: .data)
+    }
+}
+
+/// Watchers of a channel changed:
+/// `{"type":"presence","channel":C,"joined":[…],"left":[…]}`. Both arrays
+/// are always present, possibly empty, so clients need no nil checks.
+public struct PresencePush: Encodable, Sendable {
+    /// The channel, in its `kind/name` form.
+    public let channel: String
+    /// Watchers that subscribed.
+    public let joined: [Watcher]
+    /// Watchers that unsubscribed or disconnected.
+    public let left: [Watcher]
+
+    /// Creates the push.
+    public init(channel: String, joined: [Watcher] = [], left: [Watcher] = []) {
+        self.channel = channel
+        self.joined = joined
+        self.left = left
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case type, channel, joined, left
+    }
+
+    /// Writes `type` `presence` and both arrays.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode("presence", forKey: .type)
+        try container.encode(channel, forKey: .channel)
+        try container.encode(joined, forKey: .joined)
+        try container.encode(left, forKey: .left)
+    }
+}
+
+/// A committed durable change:
+/// `{"type":"event","channel":C,"seq":S,"event":…,"data":{…},"at":…}`.
+public struct EventPush: Encodable, Sendable {
+    /// The channel, in its `kind/name` form.
+    public let channel: String
+    /// The channel's seq after this event.
+    public let seq: Int64
+    /// The event name, e.g. `departed`.
+    public let event: String
+    /// The event's payload.
+    public let data: JSONValue
+    /// When it happened, ISO 8601 UTC (see ``ISOTime``).
+    public let at: String
+
+    /// Creates the push.
+    public init(channel: String, seq: Int64, event: String, data: JSONValue, at: String) {
+        self.channel = channel
+        self.seq = seq
+        self.event = event
+        self.data = data
+        self.at = at
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case type, channel, seq, event, data, at
+    }
+
+    /// Writes `type` `event` and the fields.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode("event", forKey: .type)
+        try container.encode(channel, forKey: .channel)
+        try container.encode(seq, forKey: .seq)
+        try container.encode(event, forKey: .event)
+        try container.encode(data, forKey: .data)
+        try container.encode(at, forKey: .at)
+    }
+}
+
+/// Ephemeral progress, never stored and without seq:
+/// `{"type":"tick","channel":C,"data":{…}}`.
+public struct TickPush: Encodable, Sendable {
+    /// The channel, in its `kind/name` form.
+    public let channel: String
+    /// The progress values (speed, remaining time, lap time…).
+    public let data: JSONValue
+
+    /// Creates the push.
+    public init(channel: String, data: JSONValue) {
+        self.channel = channel
+        self.data = data
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case type, channel, data
+    }
+
+    /// Writes `type` `tick` and the fields.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode("tick", forKey: .type)
+        try container.encode(channel, forKey: .channel)
+        try container.encode(data, forKey: .data)
+    }
+}

@@ -1,0 +1,78 @@
+// The answer to a request that carried an `id` (§2). Every such request
+// gets exactly one: `ReplyOK` or `ReplyError`.
+
+/// A successful reply: `{"type":"reply","id":…,"ok":true,"result":{…}}`.
+public struct ReplyOK<Result: Encodable>: Encodable {
+    /// The request's id, echoed unchanged.
+    public let id: RequestID
+    /// The operation's result, e.g. ``SubscribeResult`` or ``EmptyResult``.
+    public let result: Result
+
+    /// Creates the reply to the request with `id`.
+    public init(id: RequestID, result: Result) {
+        self.id = id
+        self.result = result
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case type, id, ok, result
+    }
+
+    /// Writes the constant `type` and `ok` along with `id` and `result`.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode("reply", forKey: .type)
+        try container.encode(id, forKey: .id)
+        try container.encode(true, forKey: .ok)
+        try container.encode(result, forKey: .result)
+    }
+}
+
+extension ReplyOK: Sendable where Result: Sendable {}
+
+/// A failed reply:
+/// `{"type":"reply","id":…,"ok":false,"error":{"code":…,"message":…}}`.
+public struct ReplyError: Encodable, Sendable {
+    /// The request's id, echoed unchanged.
+    public let id: RequestID
+    /// What went wrong.
+    public let error: ProtocolError
+
+    /// Creates the failure reply to the request with `id`.
+    public init(id: RequestID, error: ProtocolError) {
+        self.id = id
+        self.error = error
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case type, id, ok, error
+    }
+
+    /// Writes the constant `type` and `ok` along with `id` and `error`.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode("reply", forKey: .type)
+        try container.encode(id, forKey: .id)
+        try container.encode(false, forKey: .ok)
+        try container.encode(error, forKey: .error)
+    }
+}
+
+/// The result of operations that return nothing, such as `unsubscribe`:
+/// encodes as `{}`.
+public struct EmptyResult: Codable, Sendable, Hashable {
+    /// Creates the empty result.
+    public init() {}
+
+    /// Reads any object; unknown fields are ignored (§1).
+    public init(from decoder: any Decoder) throws {
+        _ = try decoder.container(keyedBy: NoKeys.self)
+    }
+
+    /// Writes an empty object.
+    public func encode(to encoder: any Encoder) throws {
+        _ = encoder.container(keyedBy: NoKeys.self)
+    }
+
+    private enum NoKeys: CodingKey {}
+}

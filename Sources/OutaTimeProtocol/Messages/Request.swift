@@ -1,0 +1,124 @@
+import Foundation
+
+/// Why a frame body is not a usable request. Both keep the connection: the
+/// framing is still in sync (§1).
+public enum RequestParseError: Error, Sendable, Equatable {
+    /// Not UTF-8 JSON, or JSON but not an object: answered with an `error`
+    /// push (`bad_json`), since no `id` could be read.
+    case badJSON(ProtocolError)
+    /// A JSON object with a bad `id` or `type` (`invalid_request`). `id` is
+    /// the request's id when that was valid, so the failure can be a reply;
+    /// nil means an `error` push.
+    case invalid(id: RequestID?, ProtocolError)
+}
+
+/// One client request: a JSON object with a string `type` and an optional
+/// `id` (§2). The other fields are read with the typed accessors in
+/// `Request+Fields.swift`; unknown fields are ignored.
+public struct Request: Sendable {
+    /// The operation, e.g. `subscribe`. Not checked against the known
+    /// operations here: that is the dispatcher's `unknown_type`.
+    public let type: String
+    /// The client's id, to echo in the reply; nil when absent or `null`.
+    public let id: RequestID?
+    /// The whole object, `type` and `id` included.
+    public let fields: [String: JSONValue]
+
+    /// Creates a request from parts, e.g. in tests or in-process clients.
+    public init(type: String, id: RequestID? = nil, fields: [String: JSONValue] = [:]) {
+        var fields = fields
+        fields["type"] = .string(type)
+        if let id {
+            switch id {
+            case .int(let number): fields["id"] = .int(number)
+            case .string(let text): fields["id"] = .string(text)
+            }
+        }
+        self.type = type
+        self.id = id
+        self.fields = fields
+    }
+
+    /// Parses a frame body.
+    ///
+    /// - Parameters:
+    ///   - body: the frame body; read only during the call, never copied
+    ///     before decoding.
+    ///   - decoder: a `JSONDecoder` the caller reuses (one per thread).
+    /// - Throws: ``RequestParseError/badJSON(_:)`` when the body is not
+    ///   UTF-8 JSON or not an object; ``RequestParseError/invalid(id:_:)``
+    ///   with a nil id when `id` is not an integer 0…2^53 or a string of at
+    ///   most 64 characters, and with the valid id when `type` is missing or
+    ///   not a string.
+    public static func parse(_ body: UnsafeRawBufferPointer, decoder: JSONDecoder) throws(RequestParseError) -> Request {
+        let value: JSONValue
+        do {
+            value = try decode(body, decoder: decoder)
+        } catch {
+            throw .badJSON(ProtocolError(
+                .badJSON,
+                "frame body of \(body.count) bytes is not valid UTF-8 JSON; it starts with \(preview(body))"
+            ))
+        }
+        guard case .object(let fields) = value else {
+            throw .badJSON(ProtocolError(
+                .badJSON,
+                "a request must be a JSON object like {\"type\":\"ping\"}, got \(value.typeName)"
+            ))
+        }
+
+        var id: RequestID?
+        if let rawID = fields["id"], rawID != .null {
+            guard let valid = RequestID(validating: rawID) else {
+                throw .invalid(id: nil, ProtocolError(
+                    .invalidRequest,
+                    "field 'id' must be \(RequestID.rule), got \(rawID.errorDescription)"
+                ))
+            }
+            id = valid
+        }
+
+        switch fields["type"] {
+        case .string(let type):
+            return Request(parsedType: type, id: id, fields: fields)
+        case nil, .null?:
+            throw .invalid(id: id, ProtocolError(
+                .invalidRequest,
+                "field 'type' is required (a string naming the operation, like 'subscribe')"
+            ))
+        case let other?:
+            throw .invalid(id: id, ProtocolError(
+                .invalidRequest,
+                "field 'type' must be a string naming the operation, like 'subscribe', got \(other.errorDescription)"
+            ))
+        }
+    }
+
+    /// Keeps the parsed object as it is.
+    private init(parsedType type: String, id: RequestID?, fields: [String: JSONValue]) {
+        self.type = type
+        self.id = id
+        self.fields = fields
+    }
+
+    /// Decodes without copying the body: the `Data` borrows the caller's
+    /// bytes, which outlive this synchronous call.
+    private static func decode(_ body: UnsafeRawBufferPointer, decoder: JSONDecoder) throws -> JSONValue {
+        guard let base = body.baseAddress, body.count > 0 else {
+            return try decoder.decode(JSONValue.self, from: Data())
+        }
+        let data = Data(
+            bytesNoCopy: UnsafeMutableRawPointer(mutating: base),
+            count: body.count,
+            deallocator: .none
+        )
+        return try decoder.decode(JSONValue.self, from: data)
+    }
+
+    /// The first bytes of a bad body, quoted, for the error message.
+    private static func preview(_ body: UnsafeRawBufferPointer) -> String {
+        let limit = 32
+        let text = String(decoding: body.prefix(limit), as: UTF8.self)
+        return "'\(text)\(body.count > limit ? "…" : "")'"
+    }
+}

@@ -1,0 +1,218 @@
+// The `result` objects of successful replies (§3), one per operation.
+// `Codable` so that clients decode what the server encodes with the same
+// types; keys are the contract's snake_case, spelled out in `CodingKeys`.
+// Optional properties that are nil are left out of the JSON.
+
+/// `hello`: who the server is and what this connection may do.
+public struct HelloResult: Codable, Sendable, Hashable {
+    /// Server name and version, e.g. `outatime/0.1.0`.
+    public let server: String
+    /// The protocol version in use: 1.
+    public let `protocol`: Int
+    /// This connection's session id, as it appears in ``Watcher``.
+    public let session: String
+    /// The client must send a frame at least this often (milliseconds).
+    public let heartbeatMs: Int
+    /// The largest frame body the server accepts, in bytes.
+    public let maxFrame: Int
+    /// The connection's role: `watch`, `operate` or `admin`.
+    public let role: String
+
+    /// Creates the result.
+    public init(server: String, protocol: Int, session: String, heartbeatMs: Int, maxFrame: Int, role: String) {
+        self.server = server
+        self.protocol = `protocol`
+        self.session = session
+        self.heartbeatMs = heartbeatMs
+        self.maxFrame = maxFrame
+        self.role = role
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case server, `protocol`, session, role
+        case heartbeatMs = "heartbeat_ms"
+        case maxFrame = "max_frame"
+    }
+}
+
+/// `ping`: the server's clock.
+public struct PingResult: Codable, Sendable, Hashable {
+    /// Server time, ISO 8601 UTC (see ``ISOTime``).
+    public let time: String
+
+    /// Creates the result.
+    public init(time: String) {
+        self.time = time
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case time
+    }
+}
+
+/// One entry of ``ListResult``.
+public struct ChannelSummary: Codable, Sendable, Hashable {
+    /// The channel, in its `kind/name` form.
+    public let channel: String
+    /// The channel's kind.
+    public let kind: ChannelKind
+    /// Durable events applied so far.
+    public let seq: Int64
+    /// How many connections are subscribed.
+    public let watchers: Int
+
+    /// Creates the entry.
+    public init(channel: String, kind: ChannelKind, seq: Int64, watchers: Int) {
+        self.channel = channel
+        self.kind = kind
+        self.seq = seq
+        self.watchers = watchers
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case channel, kind, seq, watchers
+    }
+}
+
+/// `list`: the channels, optionally of one kind.
+public struct ListResult: Codable, Sendable, Hashable {
+    /// The channels.
+    public let channels: [ChannelSummary]
+
+    /// Creates the result.
+    public init(channels: [ChannelSummary]) {
+        self.channels = channels
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case channels
+    }
+}
+
+/// One durable event as `history` and recovery return it:
+/// `{seq, event, data, at}`.
+public struct HistoryEvent: Codable, Sendable, Hashable {
+    /// The channel's seq after this event.
+    public let seq: Int64
+    /// The event name.
+    public let event: String
+    /// The event's payload.
+    public let data: JSONValue
+    /// When it happened, ISO 8601 UTC.
+    public let at: String
+
+    /// Creates the entry.
+    public init(seq: Int64, event: String, data: JSONValue, at: String) {
+        self.seq = seq
+        self.event = event
+        self.data = data
+        self.at = at
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case seq, event, data, at
+    }
+}
+
+/// `subscribe`: the channel, its watchers, and either a full `state` or
+/// (after `since`) `recovered: true` with the missed `events` (§3).
+public struct SubscribeResult: Codable, Sendable, Hashable {
+    /// The channel, in its `kind/name` form.
+    public let channel: String
+    /// The channel's kind.
+    public let kind: ChannelKind
+    /// The channel's seq at the time of the snapshot or after the events.
+    public let seq: Int64
+    /// Everyone subscribed, the caller included.
+    public let watchers: [Watcher]
+    /// The full state; nil (left out) when recovered by events.
+    public let state: JSONValue?
+    /// Set only when the request had `since`: whether `events` replace `state`.
+    public let recovered: Bool?
+    /// The events after `since`, in order; only when recovered.
+    public let events: [HistoryEvent]?
+
+    /// Creates the result. Pass `state` for a snapshot, or
+    /// `recovered: true` and `events` for a recovery.
+    public init(
+        channel: String,
+        kind: ChannelKind,
+        seq: Int64,
+        watchers: [Watcher],
+        state: JSONValue? = nil,
+        recovered: Bool? = nil,
+        events: [HistoryEvent]? = nil
+    ) {
+        self.channel = channel
+        self.kind = kind
+        self.seq = seq
+        self.watchers = watchers
+        self.state = state
+        self.recovered = recovered
+        self.events = events
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case channel, kind, seq, watchers, state, recovered, events
+    }
+}
+
+/// `get`: the channel's current state.
+public struct GetResult: Codable, Sendable, Hashable {
+    /// The channel, in its `kind/name` form.
+    public let channel: String
+    /// The channel's kind.
+    public let kind: ChannelKind
+    /// The channel's seq.
+    public let seq: Int64
+    /// The full state.
+    public let state: JSONValue
+
+    /// Creates the result.
+    public init(channel: String, kind: ChannelKind, seq: Int64, state: JSONValue) {
+        self.channel = channel
+        self.kind = kind
+        self.seq = seq
+        self.state = state
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case channel, kind, seq, state
+    }
+}
+
+/// `history`: durable events after `after`, at most `limit`.
+public struct HistoryResult: Codable, Sendable, Hashable {
+    /// The channel, in its `kind/name` form.
+    public let channel: String
+    /// The channel's current seq.
+    public let seq: Int64
+    /// The events, oldest first.
+    public let events: [HistoryEvent]
+
+    /// Creates the result.
+    public init(channel: String, seq: Int64, events: [HistoryEvent]) {
+        self.channel = channel
+        self.seq = seq
+        self.events = events
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case channel, seq, events
+    }
+}
+
+/// `publish`: how many subscribers the message reached.
+public struct PublishResult: Codable, Sendable, Hashable {
+    /// Subscribers reached, the publisher included if subscribed.
+    public let delivered: Int
+
+    /// Creates the result.
+    public init(delivered: Int) {
+        self.delivered = delivered
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case delivered
+    }
+}

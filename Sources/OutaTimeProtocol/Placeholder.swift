@@ -1,1 +1,0 @@
-// The frame codec, envelope types and error codes of protocol v1.

@@ -1,0 +1,99 @@
+import Foundation
+import GRDB
+
+extension Store {
+    /// Applies `writes` in order in ONE transaction: all of them or none.
+    ///
+    /// When `historyLimit` is given, every channel that received events keeps
+    /// only its newest `historyLimit` events, pruned in the same transaction so
+    /// the log never overshoots on disk. Seqs are consecutive, so that is a
+    /// single range delete on the primary key per channel.
+    public func apply(_ writes: [StoreWrite], historyLimit: Int? = nil) throws {
+        precondition(historyLimit.map { $0 >= 1 } ?? true, "historyLimit must be at least 1")
+        try pool.write { db in
+            try Self.apply(writes, historyLimit: historyLimit, in: db)
+        }
+    }
+
+    /// Deletes all but the newest `keepNewest` events of `channel`.
+    public func prune(channel: String, keepNewest: Int) throws {
+        precondition(keepNewest >= 0, "keepNewest must not be negative")
+        try pool.write { db in
+            try db.execute(
+                sql: """
+                    DELETE FROM events WHERE channel = ?
+                    AND seq <= (SELECT MAX(seq) FROM events WHERE channel = ?) - ?
+                    """,
+                arguments: [channel, channel, keepNewest])
+        }
+    }
+
+    static func apply(_ writes: [StoreWrite], historyLimit: Int?, in db: Database) throws {
+        let now = Date().formatted(.iso8601)
+        var newestSeq: [String: Int64] = [:]
+        for write in writes {
+            switch write {
+            case .createChannel(let record):
+                try db.cachedStatement(sql: """
+                    INSERT INTO channels (name, kind, seq, state, created_at, updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?)
+                    """).execute(arguments: [record.name, record.kind, record.seq, record.state, now, now])
+
+            case .appendEvents(let channel, let seq, let state, let events):
+                let previous = seq - Int64(events.count)
+                try validate(events, channel: channel, after: previous)
+                // The seq condition turns a lost or duplicated write into an
+                // error instead of a silent gap or overlap in the log.
+                try db.cachedStatement(sql: """
+                    UPDATE channels SET seq = ?, state = ?, updated_at = ?
+                    WHERE name = ? AND seq = ?
+                    """).execute(arguments: [seq, state, now, channel, previous])
+                if db.changesCount == 0 {
+                    try explainMissedUpdate(channel: channel, expectedSeq: previous, in: db)
+                }
+                let insert = try db.cachedStatement(sql: """
+                    INSERT INTO events (channel, seq, event, data, at) VALUES (?, ?, ?, ?, ?)
+                    """)
+                for event in events {
+                    try insert.execute(arguments: [channel, event.seq, event.event, event.data, event.at])
+                }
+                if !events.isEmpty { newestSeq[channel] = seq }
+
+            case .saveState(let channel, let state):
+                try db.cachedStatement(sql: "UPDATE channels SET state = ?, updated_at = ? WHERE name = ?")
+                    .execute(arguments: [state, now, channel])
+                if db.changesCount == 0 { throw StoreError.unknownChannel(channel) }
+            }
+        }
+        guard let historyLimit else { return }
+        let prune = try db.cachedStatement(sql: "DELETE FROM events WHERE channel = ? AND seq <= ?")
+        for (channel, seq) in newestSeq where seq > Int64(historyLimit) {
+            try prune.execute(arguments: [channel, seq - Int64(historyLimit)])
+        }
+    }
+
+    private static func validate(_ events: [EventRecord], channel: String, after previous: Int64) throws {
+        guard previous >= 0 else {
+            throw StoreError.invalidEvents(channel: channel, reason: "more events than the new seq")
+        }
+        for (offset, event) in events.enumerated() {
+            if event.channel != channel {
+                throw StoreError.invalidEvents(
+                    channel: channel, reason: "event \(event.seq) belongs to '\(event.channel)'")
+            }
+            if event.seq != previous + 1 + Int64(offset) {
+                throw StoreError.invalidEvents(
+                    channel: channel,
+                    reason: "event seq \(event.seq) at position \(offset), expected \(previous + 1 + Int64(offset))")
+            }
+        }
+    }
+
+    /// Runs only on the error path, so the common append costs one UPDATE.
+    private static func explainMissedUpdate(channel: String, expectedSeq: Int64, in db: Database) throws -> Never {
+        if let stored = try Int64.fetchOne(db, sql: "SELECT seq FROM channels WHERE name = ?", arguments: [channel]) {
+            throw StoreError.seqMismatch(channel: channel, expected: expectedSeq, stored: stored)
+        }
+        throw StoreError.unknownChannel(channel)
+    }
+}

@@ -1,0 +1,104 @@
+import Foundation
+import GRDB
+
+/// The server's SQLite database: channels with their latest state, and each
+/// channel's log of durable events.
+///
+/// Every method is synchronous and may be called from any thread. Reads run on
+/// a pool of reader connections and, thanks to WAL, never wait for a write in
+/// progress, so the server may answer `history` on another thread while the
+/// ``StoreWriter`` commits. Writes are serialised by GRDB on one connection;
+/// in the server they come only from the writer thread, never from the loop,
+/// because a commit waits for fsync.
+public final class Store: Sendable {
+    /// The database file.
+    public let path: String
+    /// Internal so tests can inspect pragmas and tables with `@testable`.
+    let pool: DatabasePool
+
+    /// Opens (creating if needed) the database at `path`, creating its parent
+    /// folder, and migrates it to the current schema.
+    public init(path: String) throws {
+        self.path = path
+        let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+
+        var configuration = Configuration()
+        configuration.label = "OutaTimeStore"
+        // GRDB enables foreign keys by default; said again because the
+        // events -> channels reference is what refuses events of unknown channels.
+        configuration.foreignKeysEnabled = true
+        configuration.prepareDatabase { db in
+            // An acknowledged command must survive SIGKILL or power loss. In WAL
+            // mode NORMAL may lose the last commits on power loss; FULL syncs the
+            // WAL on every commit. Group commit keeps that to one fsync per batch.
+            try db.execute(sql: Self.durableSync)
+        }
+        pool = try DatabasePool(path: path, configuration: configuration)
+        // GRDB switches the writer to `synchronous = NORMAL` when it enables WAL,
+        // after `prepareDatabase` ran. The pool keeps one writer connection for
+        // its lifetime, so setting FULL again here holds for every write.
+        try pool.writeWithoutTransaction { db in
+            try db.execute(sql: Self.durableSync)
+        }
+        try StoreSchema.migrator.migrate(pool)
+    }
+
+    /// Every channel, ordered by name. The server loads these at start-up.
+    public func loadChannels() throws -> [ChannelRecord] {
+        try pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT name, kind, seq, state FROM channels ORDER BY name")
+                .map(Self.channel(from:))
+        }
+    }
+
+    /// One channel, or nil if it was never created.
+    public func channel(named name: String) throws -> ChannelRecord? {
+        try pool.read { db in
+            try Row.fetchOne(
+                db, sql: "SELECT name, kind, seq, state FROM channels WHERE name = ?",
+                arguments: [name]
+            ).map(Self.channel(from:))
+        }
+    }
+
+    /// Up to `limit` events of `channel` with seq greater than `after`, oldest
+    /// first. Pages through the log with `after` = the last seq received.
+    public func history(channel: String, after: Int64, limit: Int) throws -> [EventRecord] {
+        guard limit > 0 else { return [] }
+        return try pool.read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT channel, seq, event, data, at FROM events
+                    WHERE channel = ? AND seq > ? ORDER BY seq LIMIT ?
+                    """,
+                arguments: [channel, after, limit]
+            ).map { row in
+                EventRecord(channel: row["channel"], seq: row["seq"], event: row["event"],
+                            data: row["data"], at: row["at"])
+            }
+        }
+    }
+
+    /// The seq of the oldest event still kept for `channel`, or nil when it has
+    /// none. Recovery from `since: K` is possible only when this is at most K + 1.
+    public func oldestRetainedSeq(channel: String) throws -> Int64? {
+        try pool.read { db in
+            try Int64.fetchOne(db, sql: "SELECT MIN(seq) FROM events WHERE channel = ?",
+                               arguments: [channel])
+        }
+    }
+
+    /// Closes the database connections. Later calls on this store throw.
+    /// Close the ``StoreWriter`` first so that nothing is left pending.
+    public func close() throws {
+        try pool.close()
+    }
+
+    private static let durableSync = "PRAGMA synchronous = FULL"
+
+    private static func channel(from row: Row) -> ChannelRecord {
+        ChannelRecord(name: row["name"], kind: row["kind"], seq: row["seq"], state: row["state"])
+    }
+}

@@ -1,0 +1,84 @@
+/// One channel as stored: identity, event count and its latest state.
+///
+/// The store knows nothing of the channel kinds: `state` is JSON text written
+/// and read by the domain module, kept opaque here so that the store depends
+/// on GRDB only.
+public struct ChannelRecord: Sendable, Equatable {
+    /// The full channel name, `<kind>/<name>`.
+    public var name: String
+    /// The kind (`delorean`, `starport`, ...), kept apart for cheap listing.
+    public var kind: String
+    /// Number of durable events applied to the channel (protocol §4).
+    public var seq: Int64
+    /// The channel's state as JSON text, as of `seq`.
+    public var state: String
+
+    /// Creates a record from its fields.
+    public init(name: String, kind: String, seq: Int64, state: String) {
+        self.name = name
+        self.kind = kind
+        self.seq = seq
+        self.state = state
+    }
+}
+
+/// One durable event of a channel's log, in the shape `history` returns.
+public struct EventRecord: Sendable, Equatable {
+    /// The full channel name the event belongs to.
+    public var channel: String
+    /// The channel's seq after this event (1 for the first event).
+    public var seq: Int64
+    /// The event name, e.g. `destination_set`.
+    public var event: String
+    /// The event's data as JSON text.
+    public var data: String
+    /// When the event happened, ISO 8601 UTC.
+    public var at: String
+
+    /// Creates a record from its fields.
+    public init(channel: String, seq: Int64, event: String, data: String, at: String) {
+        self.channel = channel
+        self.seq = seq
+        self.event = event
+        self.data = data
+        self.at = at
+    }
+}
+
+/// One change to apply to the database. A batch of these is applied in a
+/// single transaction by ``Store/apply(_:historyLimit:)``.
+public enum StoreWrite: Sendable, Equatable {
+    /// Inserts a new channel (its `seq` is normally 0). Fails if it exists.
+    case createChannel(ChannelRecord)
+    /// Records `events` and sets the channel's `seq` and `state` to the values
+    /// after them. The events must be numbered `seq - events.count + 1 ... seq`
+    /// and the stored seq must be `seq - events.count`: a gap in the log would
+    /// make recovery (`subscribe since`) silently wrong, so it is refused.
+    case appendEvents(channel: String, seq: Int64, state: String, events: [EventRecord])
+    /// Replaces the channel's state without an event (e.g. the timers'
+    /// checkpoint every 5 s); `seq` is unchanged.
+    case saveState(channel: String, state: String)
+}
+
+/// A write the store refused before SQLite did.
+public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The write names a channel that has not been created.
+    case unknownChannel(String)
+    /// `appendEvents` expected the stored seq to be `expected`, but it is `stored`.
+    case seqMismatch(channel: String, expected: Int64, stored: Int64)
+    /// `appendEvents` carried events that are not numbered consecutively up to
+    /// the new seq, or that belong to another channel.
+    case invalidEvents(channel: String, reason: String)
+
+    /// A one-line explanation that names the channel and the seqs involved.
+    public var description: String {
+        switch self {
+        case .unknownChannel(let channel):
+            "unknown channel '\(channel)'"
+        case .seqMismatch(let channel, let expected, let stored):
+            "channel '\(channel)' is at seq \(stored) in the store, the write expected \(expected)"
+        case .invalidEvents(let channel, let reason):
+            "invalid events for channel '\(channel)': \(reason)"
+        }
+    }
+}

@@ -1,0 +1,37 @@
+import GRDB
+
+/// The database schema as an ordered list of migrations. Migrations are
+/// append-only: a released one is never edited, a change is a new migration.
+enum StoreSchema {
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            // `name` is the full "kind/name"; `kind` is repeated so that
+            // `list kind:` needs no string parsing in SQL.
+            try db.execute(sql: """
+                CREATE TABLE channels (
+                    name TEXT PRIMARY KEY NOT NULL,
+                    kind TEXT NOT NULL,
+                    seq INTEGER NOT NULL,
+                    state TEXT NOT NULL,
+                    created_at TEXT NOT NULL,
+                    updated_at TEXT NOT NULL
+                )
+                """)
+            // WITHOUT ROWID: the (channel, seq) key is the only access path
+            // (history pages, pruning), so the rows live in that b-tree
+            // directly instead of behind a rowid table plus an index.
+            try db.execute(sql: """
+                CREATE TABLE events (
+                    channel TEXT NOT NULL REFERENCES channels(name),
+                    seq INTEGER NOT NULL,
+                    event TEXT NOT NULL,
+                    data TEXT NOT NULL,
+                    at TEXT NOT NULL,
+                    PRIMARY KEY (channel, seq)
+                ) WITHOUT ROWID
+                """)
+        }
+        return migrator
+    }
+}

@@ -1,0 +1,133 @@
+import Foundation
+
+/// The group-commit writer: takes writes from the server's loop thread
+/// without blocking it, commits them on its own thread, and reports back.
+///
+/// Durability costs one fsync per transaction (`synchronous = FULL`), which
+/// would cap throughput at the disk's sync rate if every command had its own.
+/// So the writer takes EVERYTHING pending at once and commits it in one
+/// transaction: under load, the commands that arrive during one fsync share
+/// the next one.
+///
+/// Why a dedicated `Thread` rather than a serial `DispatchQueue`: the writer
+/// spends its time blocked in fsync, and a thread of its own keeps that off
+/// the shared Dispatch pool (which GRDB's own queues use too); a condition
+/// variable also makes "sleep until work, then take it all" direct, where a
+/// queue would need one block per submission and its own coalescing.
+///
+/// Outcomes go to `onCommit`, called on the writer thread once per group with
+/// every ticket of the group in submission order. Keep it short (append to an
+/// inbox and `uv_async_send`): the next group waits for it. Every submitted
+/// ticket is reported exactly once.
+public final class StoreWriter: Sendable {
+    private let inbox: WriterInbox
+    private let onCommit: @Sendable ([StoreCommit]) -> Void
+
+    /// Starts the writer thread.
+    ///
+    /// - Parameters:
+    ///   - historyLimit: events kept per channel; older ones are pruned in the
+    ///     same transaction that appends (protocol §4: at least 1,000).
+    ///   - startsPaused: queue submissions without committing until
+    ///     ``resume()`` or ``close()``; lets tests build a known batch.
+    ///   - onCommit: receives each group's outcomes on the writer thread.
+    public init(
+        store: Store,
+        historyLimit: Int,
+        startsPaused: Bool = false,
+        onCommit: @escaping @Sendable ([StoreCommit]) -> Void
+    ) {
+        precondition(historyLimit >= 1, "historyLimit must be at least 1")
+        let inbox = WriterInbox(paused: startsPaused)
+        self.inbox = inbox
+        self.onCommit = onCommit
+        // The thread holds the loop, not `self`, so an unused writer can
+        // still be deinitialised (which closes it).
+        let loop = WriterLoop(store: store, historyLimit: historyLimit, inbox: inbox, onCommit: onCommit)
+        let thread = Thread { loop.run() }
+        thread.name = "outatime-store-writer"
+        inbox.setWriterThread(thread)
+        thread.start()
+    }
+
+    deinit {
+        close()
+    }
+
+    /// Queues `writes` to be committed together (all or none) and returns at
+    /// once. Their outcome is reported under `ticket` through `onCommit`.
+    /// After ``close()`` the submission is refused and reported as failed
+    /// right away, on the caller's thread.
+    public func submit(_ writes: [StoreWrite], ticket: UInt64) {
+        if !inbox.append(Submission(ticket: ticket, writes: writes)) {
+            onCommit([StoreCommit(ticket: ticket, error: "store writer is closed", batchSize: 0)])
+        }
+    }
+
+    /// Lets a writer created with `startsPaused` commit.
+    public func resume() {
+        inbox.resume()
+    }
+
+    /// Commits and reports everything already submitted, then stops the thread.
+    /// Blocks until done; idempotent. Called from `onCommit` (the writer
+    /// thread itself) it cannot wait for itself: it then only asks the thread
+    /// to stop after the current group.
+    public func close() {
+        inbox.beginClose()
+        if !inbox.isWriterThread(Thread.current) {
+            inbox.waitUntilFinished()
+        }
+    }
+
+    /// Counters since start.
+    public var stats: WriterStats { inbox.stats }
+
+    /// Submissions not yet reported (queued or being committed). A growing
+    /// backlog means the disk cannot keep up: a reason to answer `server_busy`.
+    public var backlog: Int { inbox.backlog }
+}
+
+/// The writer thread's body, kept apart from ``StoreWriter`` so the thread
+/// does not retain the writer.
+private struct WriterLoop: Sendable {
+    let store: Store
+    let historyLimit: Int
+    let inbox: WriterInbox
+    let onCommit: @Sendable ([StoreCommit]) -> Void
+
+    func run() {
+        while let batch = inbox.next() {
+            onCommit(commit(batch))
+        }
+        inbox.markFinished()
+    }
+
+    /// One transaction for the whole group; if it fails, each submission is
+    /// retried in a transaction of its own so that one bad write (a bug, a
+    /// constraint) fails only its own ticket.
+    private func commit(_ batch: [Submission]) -> [StoreCommit] {
+        let size = batch.count
+        do {
+            try store.apply(batch.flatMap(\.writes), historyLimit: historyLimit)
+            inbox.record(batchSize: size, committed: size, failed: 0, fellBack: false)
+            return batch.map { StoreCommit(ticket: $0.ticket, error: nil, batchSize: size) }
+        } catch {
+            if size == 1 {
+                inbox.record(batchSize: 1, committed: 0, failed: 1, fellBack: false)
+                return [StoreCommit(ticket: batch[0].ticket, error: "\(error)", batchSize: 1)]
+            }
+        }
+        let commits = batch.map { submission in
+            do {
+                try store.apply(submission.writes, historyLimit: historyLimit)
+                return StoreCommit(ticket: submission.ticket, error: nil, batchSize: size)
+            } catch {
+                return StoreCommit(ticket: submission.ticket, error: "\(error)", batchSize: size)
+            }
+        }
+        let failed = commits.filter { !$0.succeeded }.count
+        inbox.record(batchSize: size, committed: size - failed, failed: failed, fellBack: true)
+        return commits
+    }
+}

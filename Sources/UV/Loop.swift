@@ -1,0 +1,84 @@
+import CLibUV
+
+/// One libuv event loop. Not thread-safe: every handle on it, and the loop
+/// itself, is used only from the thread that runs it (post work from other
+/// threads through ``AsyncInbox``).
+public final class Loop {
+    let raw: UnsafeMutablePointer<uv_loop_t>
+    /// One read buffer for every stream of this loop: a read callback consumes
+    /// its bytes before the next read starts, so idle connections hold none.
+    let readBuffer: UnsafeMutableRawBufferPointer
+    /// Scratch `uv_buf_t` array for building one write: libuv copies the
+    /// array on `uv_write`, so only the bytes must outlive the call.
+    let writeScratch: UnsafeMutablePointer<uv_buf_t>
+    private var closed = false
+
+    /// Size of the shared read buffer: the most one read callback delivers.
+    public static let readBufferSize = 64 * 1024
+    /// The most chunks one write hands to the kernel (below IOV_MAX).
+    static let maxChunksPerWrite = 256
+
+    /// Creates and initialises a new loop.
+    public init() throws(UVError) {
+        raw = .allocate(capacity: 1)
+        readBuffer = .allocate(byteCount: Self.readBufferSize, alignment: 16)
+        writeScratch = .allocate(capacity: Self.maxChunksPerWrite)
+        let result = uv_loop_init(raw)
+        if result < 0 {
+            raw.deallocate()
+            readBuffer.deallocate()
+            writeScratch.deallocate()
+            throw UVError(result)
+        }
+    }
+
+    deinit {
+        if !closed { _ = uv_loop_close(raw) }
+        raw.deallocate()
+        readBuffer.deallocate()
+        writeScratch.deallocate()
+    }
+
+    /// Runs until no active handle is left or ``stop()`` is called.
+    /// Returns true when handles are still alive (i.e. stopped early).
+    @discardableResult
+    public func run() -> Bool { uv_run(raw, UV_RUN_DEFAULT) != 0 }
+
+    /// Runs one iteration without blocking; returns true when handles are still alive.
+    @discardableResult
+    public func runNoWait() -> Bool { uv_run(raw, UV_RUN_NOWAIT) != 0 }
+
+    /// Runs one iteration, blocking for I/O if there is nothing pending.
+    @discardableResult
+    public func runOnce() -> Bool { uv_run(raw, UV_RUN_ONCE) != 0 }
+
+    /// Makes ``run()`` return after the current iteration.
+    public func stop() { uv_stop(raw) }
+
+    /// The loop's cached monotonic time in milliseconds (updated at the start of each iteration).
+    public var now: UInt64 { uv_now(raw) }
+
+    /// Refreshes the cached time (after long work inside one callback).
+    public func updateTime() { uv_update_time(raw) }
+
+    /// A high-resolution monotonic time in nanoseconds.
+    public static var hrtime: UInt64 { uv_hrtime() }
+
+    /// The number of handles not yet closed, whether active or not.
+    public var openHandleCount: Int {
+        var count = 0
+        withUnsafeMutablePointer(to: &count) { pointer in
+            uv_walk(raw, { _, arg in
+                arg!.assumingMemoryBound(to: Int.self).pointee += 1
+            }, pointer)
+        }
+        return count
+    }
+
+    /// Closes the loop. Fails with `EBUSY` while any handle is still open:
+    /// a successful close proves that nothing leaked.
+    public func close() throws(UVError) {
+        try UVError.check(uv_loop_close(raw))
+        closed = true
+    }
+}

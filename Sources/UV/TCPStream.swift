@@ -1,0 +1,120 @@
+import CLibUV
+
+/// A connected TCP stream with reading and buffered, coalesced writing.
+///
+/// Writes are queued with ``enqueue(_:)`` (no syscall) and sent by
+/// ``flush()``: one `writev` attempt through `uv_try_write`, and whatever the
+/// kernel did not take goes out as one `uv_write` whose chunks stay alive
+/// until its callback. At most one `uv_write` is in flight per stream.
+public final class TCPStream: Handle {
+    private var onData: ((UnsafeRawBufferPointer) -> Void)?
+    private var onReadEnd: ((UVError) -> Void)?
+    /// Called once if a write fails; the stream should then be closed.
+    public var onWriteError: ((UVError) -> Void)?
+    /// Called when every queued byte has been handed to the kernel.
+    public var onDrained: (() -> Void)?
+
+    var queue = WriteQueue()
+    var inFlight: PendingWrite?
+    /// True while reads are started.
+    public private(set) var isReading = false
+
+    /// Creates an unconnected TCP handle (see ``connect(to:_:)`` or ``TCPListener/accept()``).
+    public init(loop: Loop) {
+        super.init(loop: loop, type: uv_tcp_t.self)
+        uv_tcp_init(loop.raw, typed(uv_tcp_t.self))
+        retainForLibuv()
+    }
+
+    /// Disables Nagle's algorithm: frames go out as soon as they are flushed.
+    public func setNoDelay(_ enabled: Bool = true) {
+        uv_tcp_nodelay(typed(uv_tcp_t.self), enabled ? 1 : 0)
+    }
+
+    /// The peer's address, if connected.
+    public var peerAddress: SocketAddress? {
+        SocketAddress.read { uv_tcp_getpeername(typed(uv_tcp_t.self), $0, $1) }
+    }
+
+    /// Connects to a numeric address; `completion` gets nil on success.
+    public func connect(to address: SocketAddress, _ completion: @escaping (UVError?) -> Void) {
+        let pending = PendingConnect(completion: completion)
+        pending.request.pointee.data = Unmanaged.passRetained(pending).toOpaque()
+        let result = address.withSockaddr {
+            uv_tcp_connect(pending.request, typed(uv_tcp_t.self), $0, Trampolines.onConnect)
+        }
+        if result < 0 {
+            // The callback will never run: balance the retain here.
+            Unmanaged.passUnretained(pending).release()
+            pending.request.deallocate()
+            completion(UVError(result))
+        }
+    }
+
+    /// Starts delivering received bytes. The buffer passed to `onData` is the
+    /// loop's shared read buffer: consume or copy it before returning.
+    /// `onEnd` gets ``UVError/eof`` on an orderly close, or the read error.
+    public func startReading(onData: @escaping (UnsafeRawBufferPointer) -> Void,
+                             onEnd: @escaping (UVError) -> Void) throws(UVError) {
+        self.onData = onData
+        self.onReadEnd = onEnd
+        try resumeReading()
+    }
+
+    /// Resumes reading with the callbacks given to ``startReading(onData:onEnd:)``.
+    public func resumeReading() throws(UVError) {
+        guard !isReading, !isClosing else { return }
+        try UVError.check(uv_read_start(typed(uv_stream_t.self), Trampolines.onAlloc, Trampolines.onRead))
+        isReading = true
+    }
+
+    /// Stops reading (backpressure); the kernel buffers, then the peer blocks.
+    public func stopReading() {
+        guard isReading else { return }
+        uv_read_stop(typed(uv_stream_t.self))
+        isReading = false
+    }
+
+    /// Sends FIN after all queued writes; `completion` runs when done.
+    public func shutdown(_ completion: @escaping (UVError?) -> Void) {
+        let pending = PendingShutdown(completion: completion)
+        pending.request.pointee.data = Unmanaged.passRetained(pending).toOpaque()
+        let result = uv_shutdown(pending.request, typed(uv_stream_t.self), Trampolines.onShutdown)
+        if result < 0 {
+            Unmanaged.passUnretained(pending).release()
+            pending.request.deallocate()
+            completion(UVError(result))
+        }
+    }
+
+    override func willClose() {
+        stopReading()
+        onData = nil
+        onReadEnd = nil
+        onWriteError = nil
+        onDrained = nil
+        queue.removeAll()
+    }
+
+    func didRead(_ bytes: UnsafeRawBufferPointer) { onData?(bytes) }
+
+    func didFailReading(_ error: UVError) {
+        // libuv stops reading by itself on EOF and errors.
+        isReading = false
+        onReadEnd?(error)
+    }
+}
+
+/// A `uv_connect_t` in flight, retained until its callback.
+final class PendingConnect {
+    let request = UnsafeMutablePointer<uv_connect_t>.allocate(capacity: 1)
+    let completion: (UVError?) -> Void
+    init(completion: @escaping (UVError?) -> Void) { self.completion = completion }
+}
+
+/// A `uv_shutdown_t` in flight, retained until its callback.
+final class PendingShutdown {
+    let request = UnsafeMutablePointer<uv_shutdown_t>.allocate(capacity: 1)
+    let completion: (UVError?) -> Void
+    init(completion: @escaping (UVError?) -> Void) { self.completion = completion }
+}

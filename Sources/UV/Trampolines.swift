@@ -1,0 +1,64 @@
+import CLibUV
+
+/// Every C callback of the UV layer. Each one recovers the Swift object from
+/// `data` (retained once by ``Handle/retainForLibuv()``) and forwards.
+enum Trampolines {
+    static let onClose: uv_close_cb = { raw in
+        let pointer = raw!.pointee.data!
+        Handle.from(pointer).didClose()
+        Unmanaged<Handle>.fromOpaque(pointer).release()
+    }
+
+    static let onTimer: uv_timer_cb = { raw in
+        Timer.from(raw!.pointee.data).fire()
+    }
+
+    static let onAsync: uv_async_cb = { raw in
+        AsyncWakeup.from(raw!.pointee.data).fire()
+    }
+
+    static let onSignal: uv_signal_cb = { raw, signum in
+        Signal.from(raw!.pointee.data).fire(signum)
+    }
+
+    static let onPrepare: uv_prepare_cb = { raw in
+        Prepare.from(raw!.pointee.data).fire()
+    }
+
+    static let onConnection: uv_connection_cb = { raw, status in
+        TCPListener.from(raw!.pointee.data).connectionArrived(status: status)
+    }
+
+    static let onAlloc: uv_alloc_cb = { raw, _, buf in
+        let stream = TCPStream.from(raw!.pointee.data)
+        let buffer = stream.loop.readBuffer
+        buf!.pointee = uv_buf_init(buffer.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(buffer.count))
+    }
+
+    static let onRead: uv_read_cb = { raw, nread, buf in
+        let stream = TCPStream.from(raw!.pointee.data)
+        if nread > 0 {
+            stream.didRead(UnsafeRawBufferPointer(start: buf!.pointee.base, count: nread))
+        } else if nread < 0 {
+            stream.didFailReading(UVError(Int32(nread)))
+        }
+        // nread == 0 is EAGAIN, not EOF: nothing to do.
+    }
+
+    static let onWrite: uv_write_cb = { request, status in
+        let pending = Unmanaged<PendingWrite>.fromOpaque(request!.pointee.data!).takeRetainedValue()
+        pending.stream.didWrite(pending, status: status)
+    }
+
+    static let onShutdown: uv_shutdown_cb = { request, status in
+        let pending = Unmanaged<PendingShutdown>.fromOpaque(request!.pointee.data!).takeRetainedValue()
+        pending.request.deallocate()
+        pending.completion(status < 0 ? UVError(status) : nil)
+    }
+
+    static let onConnect: uv_connect_cb = { request, status in
+        let pending = Unmanaged<PendingConnect>.fromOpaque(request!.pointee.data!).takeRetainedValue()
+        pending.request.deallocate()
+        pending.completion(status < 0 ? UVError(status) : nil)
+    }
+}

@@ -1,0 +1,154 @@
+import Foundation
+import Testing
+import OutaTimeProtocol
+
+/// Parses `text` as a frame body with a fresh decoder.
+func parse(_ text: String) throws -> Request {
+    try parse(Array(text.utf8))
+}
+
+/// Parses raw bytes as a frame body.
+func parse(_ bytes: [UInt8]) throws -> Request {
+    let decoder = JSONDecoder()
+    return try bytes.withUnsafeBytes { body in
+        try Request.parse(body, decoder: decoder)
+    }
+}
+
+/// The parse error for `text`, or nil if it parsed.
+func parseError(_ text: String) -> RequestParseError? {
+    parseError(Array(text.utf8))
+}
+
+func parseError(_ bytes: [UInt8]) -> RequestParseError? {
+    do {
+        _ = try parse(bytes)
+        return nil
+    } catch {
+        return error as? RequestParseError
+    }
+}
+
+@Suite("Request.parse")
+struct RequestTests {
+    @Test("a valid request keeps type, id and every field")
+    func valid() throws {
+        let request = try parse(#"{"type":"subscribe","id":7,"channel":"delorean/main","future":[1,2]}"#)
+        #expect(request.type == "subscribe")
+        #expect(request.id == .int(7))
+        #expect(request.fields.count == 4)
+        #expect(request.fields["channel"] == .string("delorean/main"))
+        #expect(request.fields["future"] == .array([.int(1), .int(2)]))
+    }
+
+    @Test("valid ids", arguments: [
+        (#"0"#, RequestID.int(0)),
+        (#"9007199254740992"#, .int(9_007_199_254_740_992)),
+        (#"5.0"#, .int(5)),
+        (#""a-1""#, .string("a-1")),
+        (#""""#, .string("")),
+        ("\"" + String(repeating: "k", count: 64) + "\"", .string(String(repeating: "k", count: 64))),
+    ])
+    func validIDs(json: String, id: RequestID) throws {
+        #expect(try parse(#"{"type":"ping","id":\#(json)}"#).id == id)
+    }
+
+    @Test("an absent or null id is nil", arguments: [#"{"type":"ping"}"#, #"{"type":"ping","id":null}"#])
+    func absentID(text: String) throws {
+        #expect(try parse(text).id == nil)
+    }
+
+    @Test("bodies that are not UTF-8 JSON are bad_json", arguments: [
+        Array("".utf8),
+        Array("{".utf8),
+        Array("nope".utf8),
+        Array(#"{"type":"ping""#.utf8),
+        Array(#"{"type":"ping"} trailing"#.utf8),
+        [0xFF, 0xFE],
+        [0x7B, 0x22, 0x61, 0x22, 0x3A, 0x22, 0xFF, 0x22, 0x7D],  // {"a":"<invalid UTF-8>"}
+    ])
+    func invalidJSON(bytes: [UInt8]) {
+        guard case .badJSON(let error)? = parseError(bytes) else {
+            Issue.record("expected badJSON for \(bytes)")
+            return
+        }
+        #expect(error.code == .badJSON)
+        #expect(error.message.contains("not valid UTF-8 JSON"))
+    }
+
+    @Test("JSON that is not an object is bad_json naming what it got", arguments: [
+        ("42", "integer"), (#""x""#, "string"), ("[1]", "array"), ("null", "null"), ("true", "boolean"), ("1.5", "number"),
+    ])
+    func notAnObject(text: String, typeName: String) {
+        guard case .badJSON(let error)? = parseError(text) else {
+            Issue.record("expected badJSON for \(text)")
+            return
+        }
+        #expect(error.code == .badJSON)
+        #expect(error.message.contains("JSON object"))
+        #expect(error.message.hasSuffix("got \(typeName)"))
+    }
+
+    @Test("bad ids are invalid_request without an id", arguments: [
+        "-1", "9007199254740993", "\"" + String(repeating: "k", count: 65) + "\"", "true", "1.5", "{}", "[7]", "1e300",
+    ])
+    func badID(json: String) {
+        guard case .invalid(let id, let error)? = parseError(#"{"type":"ping","id":\#(json)}"#) else {
+            Issue.record("expected invalid for id \(json)")
+            return
+        }
+        #expect(id == nil)
+        #expect(error.code == .invalidRequest)
+        #expect(error.message.hasPrefix("field 'id' must be an integer 0…9007199254740992 or a string of at most 64 characters, got"))
+    }
+
+    @Test("a bad id is reported even when type is missing too")
+    func badIDBeforeType() {
+        guard case .invalid(let id, let error)? = parseError(#"{"id":-1}"#) else {
+            Issue.record("expected invalid")
+            return
+        }
+        #expect(id == nil)
+        #expect(error.message.contains("field 'id'"))
+        #expect(error.message.hasSuffix("got -1"))
+    }
+
+    @Test("a missing type carries the valid id", arguments: [
+        (#"{"id":3}"#, RequestID.int(3)), (#"{"id":"r1","type":null}"#, .string("r1")),
+    ])
+    func missingType(text: String, expectedID: RequestID) {
+        guard case .invalid(let id, let error)? = parseError(text) else {
+            Issue.record("expected invalid for \(text)")
+            return
+        }
+        #expect(id == expectedID)
+        #expect(error.code == .invalidRequest)
+        #expect(error.message == "field 'type' is required (a string naming the operation, like 'subscribe')")
+    }
+
+    @Test("a non-string type names what it got")
+    func typeNotString() {
+        guard case .invalid(let id, let error)? = parseError(#"{"id":"abc","type":42}"#) else {
+            Issue.record("expected invalid")
+            return
+        }
+        #expect(id == .string("abc"))
+        #expect(error.message.contains("field 'type' must be a string"))
+        #expect(error.message.hasSuffix("got 42"))
+    }
+
+    @Test("a missing type without id has no id")
+    func missingTypeNoID() {
+        #expect(parseError(#"{"channel":"laps/a"}"#) == .invalid(id: nil, ProtocolError(
+            .invalidRequest, "field 'type' is required (a string naming the operation, like 'subscribe')"
+        )))
+    }
+
+    @Test("the built initializer puts type and id into fields")
+    func builtRequest() {
+        let request = Request(type: "get", id: .string("q"), fields: ["channel": .string("laps/a")])
+        #expect(request.fields["type"] == .string("get"))
+        #expect(request.fields["id"] == .string("q"))
+        #expect(request.fields["channel"] == .string("laps/a"))
+    }
+}

@@ -1,0 +1,69 @@
+import Foundation
+import GRDB
+@testable import OutaTimeStore
+import Testing
+
+/// The database file as opened: schema, durability settings, constraints.
+@Suite struct StoreSchemaTests {
+    @Test func migrationCreatesTheTables() throws {
+        let temp = try TemporaryStore()
+        let pool = temp.store.pool
+        #expect(try pool.read { try StoreSchema.migrator.appliedIdentifiers($0) } == ["v1"])
+        #expect(try pool.read { try $0.columns(in: "channels") }.map(\.name)
+                == ["name", "kind", "seq", "state", "created_at", "updated_at"])
+        #expect(try pool.read { try $0.columns(in: "events") }.map(\.name)
+                == ["channel", "seq", "event", "data", "at"])
+        #expect(try pool.read { try $0.primaryKey("events") }.columns == ["channel", "seq"])
+        #expect(try pool.read { try $0.primaryKey("channels") }.columns == ["name"])
+        let sql = try pool.read { try String.fetchOne($0, sql: "SELECT sql FROM sqlite_master WHERE name = 'events'") }
+        #expect(sql?.contains("WITHOUT ROWID") == true)
+        #expect(try pool.read { try $0.foreignKeys(on: "events") }.map(\.destinationTable) == ["channels"])
+    }
+
+    @Test func reopeningDoesNotMigrateAgain() throws {
+        let temp = try TemporaryStore()
+        try temp.store.apply([.createChannel(.fresh("laps/a"))])
+        let store = try temp.reopen()
+        #expect(try store.pool.read { try StoreSchema.migrator.appliedIdentifiers($0) } == ["v1"])
+        #expect(try store.loadChannels().count == 1)
+    }
+
+    @Test func walAndFullSyncOnTheWriterAndTheReaders() throws {
+        let temp = try TemporaryStore()
+        let pool = temp.store.pool
+        func pragma(_ name: String, write: Bool) throws -> String? {
+            let sql = "PRAGMA \(name)"
+            return write
+                ? try pool.write { try String.fetchOne($0, sql: sql) }
+                : try pool.read { try String.fetchOne($0, sql: sql) }
+        }
+        for write in [true, false] {
+            #expect(try pragma("journal_mode", write: write) == "wal")
+            #expect(try pragma("synchronous", write: write) == "2", "FULL is 2")
+            #expect(try pragma("foreign_keys", write: write) == "1")
+        }
+    }
+
+    @Test func createsTheParentFolder() throws {
+        let temp = try TemporaryStore()
+        let path = temp.folder.appendingPathComponent("a/b/c/outatime.sqlite").path
+        let store = try Store(path: path)
+        defer { try? store.close() }
+        #expect(FileManager.default.fileExists(atPath: path))
+        #expect(store.path == path)
+    }
+
+    @Test func eventsOfAnUnknownChannelViolateTheForeignKey() throws {
+        let temp = try TemporaryStore()
+        #expect {
+            try temp.store.pool.write { db in
+                try db.execute(sql: """
+                    INSERT INTO events (channel, seq, event, data, at)
+                    VALUES ('laps/ghost', 1, 'started', '{}', '2024-01-01T00:00:00Z')
+                    """)
+            }
+        } throws: { error in
+            (error as? DatabaseError)?.extendedResultCode == .SQLITE_CONSTRAINT_FOREIGNKEY
+        }
+    }
+}

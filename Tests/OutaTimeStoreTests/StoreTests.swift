@@ -1,0 +1,165 @@
+import Foundation
+@testable import OutaTimeStore
+import Testing
+
+/// Synchronous reads and writes against a real SQLite file.
+@Suite struct StoreTests {
+    @Test func createdChannelIsLoaded() throws {
+        let temp = try TemporaryStore()
+        let store = temp.store
+        try store.apply([.createChannel(.fresh("laps/morning")), .createChannel(.fresh("delorean/dmc12"))])
+        #expect(try store.loadChannels() == [.fresh("delorean/dmc12"), .fresh("laps/morning")])
+        #expect(try store.channel(named: "laps/morning") == .fresh("laps/morning"))
+        #expect(try store.channel(named: "laps/evening") == nil)
+    }
+
+    @Test func creatingAnExistingChannelFails() throws {
+        let temp = try TemporaryStore()
+        let store = temp.store
+        try store.apply([.createChannel(.fresh("timers/a"))])
+        #expect(throws: (any Error).self) { try store.apply([.createChannel(.fresh("timers/a"))]) }
+    }
+
+    @Test func appendEventsUpdatesSeqAndState() throws {
+        let temp = try TemporaryStore()
+        let store = temp.store
+        try store.apply([.createChannel(.fresh("laps/a")), .event("laps/a", 1)])
+        try store.apply([.events("laps/a", from: 2, to: 4)])
+        let channel = try #require(try store.channel(named: "laps/a"))
+        #expect(channel.seq == 4)
+        #expect(channel.state == #"{"v":4}"#)
+        #expect(try store.history(channel: "laps/a", after: 0, limit: 10).map(\.seq) == [1, 2, 3, 4])
+        #expect(try store.oldestRetainedSeq(channel: "laps/a") == 1)
+    }
+
+    @Test func historyPagesWithAfterAndLimit() throws {
+        let temp = try TemporaryStore()
+        let store = temp.store
+        try store.apply([.createChannel(.fresh("laps/a")), .events("laps/a", from: 1, to: 10),
+                         .createChannel(.fresh("laps/b")), .events("laps/b", from: 1, to: 3)])
+        let first = try store.history(channel: "laps/a", after: 0, limit: 4)
+        #expect(first.map(\.seq) == [1, 2, 3, 4])
+        #expect(first[0] == EventRecord(channel: "laps/a", seq: 1, event: "tested",
+                                        data: #"{"n":1}"#, at: "2024-01-01T00:00:00Z"))
+        #expect(try store.history(channel: "laps/a", after: 4, limit: 4).map(\.seq) == [5, 6, 7, 8])
+        #expect(try store.history(channel: "laps/a", after: 8, limit: 4).map(\.seq) == [9, 10])
+        #expect(try store.history(channel: "laps/a", after: 10, limit: 4).isEmpty)
+        #expect(try store.history(channel: "laps/a", after: 0, limit: 0).isEmpty)
+        #expect(try store.history(channel: "laps/b", after: 0, limit: 100).map(\.seq) == [1, 2, 3])
+        #expect(try store.history(channel: "laps/none", after: 0, limit: 100).isEmpty)
+    }
+
+    @Test func aBatchIsOneTransaction() throws {
+        let temp = try TemporaryStore()
+        let store = temp.store
+        #expect(throws: StoreError.unknownChannel("laps/ghost")) {
+            try store.apply([.createChannel(.fresh("laps/a")), .event("laps/a", 1), .event("laps/ghost", 1)])
+        }
+        #expect(try store.loadChannels().isEmpty)
+        #expect(try store.history(channel: "laps/a", after: 0, limit: 10).isEmpty)
+    }
+
+    @Test func appendRefusesAGapOrAReplay() throws {
+        let temp = try TemporaryStore()
+        let store = temp.store
+        try store.apply([.createChannel(.fresh("laps/a")), .event("laps/a", 1)])
+        #expect(throws: StoreError.seqMismatch(channel: "laps/a", expected: 2, stored: 1)) {
+            try store.apply([.event("laps/a", 3)])
+        }
+        #expect(throws: StoreError.seqMismatch(channel: "laps/a", expected: 0, stored: 1)) {
+            try store.apply([.event("laps/a", 1)])
+        }
+        #expect(try store.channel(named: "laps/a")?.seq == 1)
+    }
+
+    @Test func appendRefusesMisnumberedEvents() throws {
+        let temp = try TemporaryStore()
+        let store = temp.store
+        try store.apply([.createChannel(.fresh("laps/a"))])
+        let event = EventRecord(channel: "laps/a", seq: 2, event: "x", data: "{}", at: "2024-01-01T00:00:00Z")
+        #expect(throws: StoreError.self) {
+            try store.apply([.appendEvents(channel: "laps/a", seq: 1, state: "{}", events: [event])])
+        }
+        let foreign = EventRecord(channel: "laps/b", seq: 1, event: "x", data: "{}", at: "2024-01-01T00:00:00Z")
+        #expect(throws: StoreError.self) {
+            try store.apply([.appendEvents(channel: "laps/a", seq: 1, state: "{}", events: [foreign])])
+        }
+    }
+
+    @Test func saveStateKeepsSeq() throws {
+        let temp = try TemporaryStore()
+        let store = temp.store
+        try store.apply([.createChannel(.fresh("timers/a")), .event("timers/a", 1)])
+        try store.apply([.saveState(channel: "timers/a", state: #"{"checkpoint":true}"#)])
+        #expect(try store.channel(named: "timers/a")
+                == ChannelRecord(name: "timers/a", kind: "timers", seq: 1, state: #"{"checkpoint":true}"#))
+        #expect(throws: StoreError.unknownChannel("timers/none")) {
+            try store.apply([.saveState(channel: "timers/none", state: "{}")])
+        }
+    }
+
+    @Test(arguments: [1, 5, 12, 50])
+    func pruningKeepsExactlyTheNewest(limit: Int) throws {
+        let temp = try TemporaryStore()
+        let store = temp.store
+        try store.apply([.createChannel(.fresh("laps/a")), .createChannel(.fresh("laps/b")),
+                         .events("laps/b", from: 1, to: 20)])
+        // Appended one by one, pruning as it goes, then in a multi-event write.
+        for seq in Int64(1)...12 {
+            try store.apply([.event("laps/a", seq)], historyLimit: limit)
+        }
+        try store.apply([.events("laps/a", from: 13, to: 15)], historyLimit: limit)
+        let kept = try store.history(channel: "laps/a", after: 0, limit: 1_000).map(\.seq)
+        let expected = Array(max(1, 15 - Int64(limit) + 1)...15)
+        #expect(kept == expected)
+        #expect(try store.oldestRetainedSeq(channel: "laps/a") == expected.first)
+        // Untouched channels keep everything.
+        #expect(try store.history(channel: "laps/b", after: 0, limit: 1_000).count == 20)
+    }
+
+    @Test func explicitPrune() throws {
+        let temp = try TemporaryStore()
+        let store = temp.store
+        try store.apply([.createChannel(.fresh("laps/a")), .events("laps/a", from: 1, to: 10)])
+        try store.prune(channel: "laps/a", keepNewest: 3)
+        #expect(try store.history(channel: "laps/a", after: 0, limit: 100).map(\.seq) == [8, 9, 10])
+        try store.prune(channel: "laps/a", keepNewest: 0)
+        #expect(try store.oldestRetainedSeq(channel: "laps/a") == nil)
+        #expect(try store.channel(named: "laps/a")?.seq == 10)
+    }
+
+    @Test func reopeningShowsCommittedData() throws {
+        let temp = try TemporaryStore()
+        let store = temp.store
+        try store.apply([.createChannel(.fresh("starport/main")), .events("starport/main", from: 1, to: 3)])
+        let reopened = try temp.reopen()
+        #expect(try reopened.loadChannels().map(\.seq) == [3])
+        #expect(try reopened.history(channel: "starport/main", after: 1, limit: 10).map(\.seq) == [2, 3])
+    }
+
+    @Test func readsRunWhileAnotherThreadWrites() throws {
+        let temp = try TemporaryStore()
+        let store = temp.store
+        try store.apply([.createChannel(.fresh("laps/a"))])
+        let failures = CommitLog()
+        DispatchQueue.concurrentPerform(iterations: 2) { worker in
+            for seq in Int64(1)...200 {
+                do {
+                    if worker == 0 {
+                        try store.apply([.event("laps/a", seq)])
+                    } else {
+                        let page = try store.history(channel: "laps/a", after: 0, limit: 1_000)
+                        // A reader sees a committed prefix, never a torn one.
+                        if page.map(\.seq) != Array(0..<Int64(page.count)).map({ $0 + 1 }) {
+                            failures.sink([StoreCommit(ticket: UInt64(seq), error: "torn", batchSize: 0)])
+                        }
+                    }
+                } catch {
+                    failures.sink([StoreCommit(ticket: UInt64(seq), error: "\(error)", batchSize: 0)])
+                }
+            }
+        }
+        #expect(failures.all.isEmpty)
+        #expect(try store.channel(named: "laps/a")?.seq == 200)
+    }
+}

@@ -1,0 +1,130 @@
+import Foundation
+import Testing
+@testable import UV
+
+/// These tests run real handles on a real loop and end with `Loop.close()`:
+/// libuv refuses to close a loop while any handle is open, so a passing close
+/// proves that every handle was closed and its memory released.
+@Suite struct LoopLifecycleTests {
+    @Test func timerFiresThenLoopClosesCleanly() throws {
+        let loop = try Loop()
+        let timer = Timer(loop: loop)
+        var fired = 0
+        timer.start(timeoutMs: 1, repeatMs: 1) {
+            fired += 1
+            if fired == 3 { timer.close() }
+        }
+        loop.run()
+        #expect(fired == 3)
+        #expect(loop.openHandleCount == 0)
+        try loop.close()
+    }
+
+    @Test func unclosedHandleMakesLoopCloseFail() throws {
+        let loop = try Loop()
+        let timer = Timer(loop: loop)
+        #expect(throws: UVError.self) { try loop.close() }
+        timer.close()
+        loop.run()
+        try loop.close()
+    }
+
+    @Test func tcpEchoOverLoopbackThenCleanClose() throws {
+        let loop = try Loop()
+        let listener = TCPListener(loop: loop)
+        try listener.bind(SocketAddress(host: "127.0.0.1", port: 0))
+        var accepted: TCPStream?
+        var serverReceived = [UInt8]()
+        try listener.listen { error in
+            #expect(error == nil)
+            guard let stream = try? listener.accept() else { return }
+            accepted = stream
+            try? stream.startReading(onData: { bytes in
+                serverReceived.append(contentsOf: bytes)
+                stream.enqueue(OwnedBytes(bytes))  // echo
+                stream.flush()
+            }, onEnd: { _ in
+                stream.close()
+                listener.close()
+            })
+        }
+        let port = try #require(listener.localAddress?.port)
+        #expect(port > 0)
+
+        let client = TCPStream(loop: loop)
+        var clientReceived = [UInt8]()
+        let message = Array("hello, 1.21 gigawatts".utf8)
+        client.connect(to: try SocketAddress(host: "127.0.0.1", port: port)) { error in
+            #expect(error == nil)
+            for byte in message { client.enqueue(OwnedBytes([byte])) }  // many chunks, one writev
+            client.flush()
+            try? client.startReading(onData: { bytes in
+                clientReceived.append(contentsOf: bytes)
+                if clientReceived.count == message.count {
+                    client.shutdown { _ in client.close() }
+                }
+            }, onEnd: { _ in client.close() })
+        }
+        loop.run()
+        #expect(serverReceived == message)
+        #expect(clientReceived == message)
+        #expect(accepted != nil)
+        try loop.close()
+    }
+
+    @Test func inboxDeliversMessagesPostedFromOtherThreads() throws {
+        let loop = try Loop()
+        var received = [Int]()
+        var inbox: AsyncInbox<Int>?
+        inbox = try AsyncInbox<Int>(loop: loop) { messages in
+            received.append(contentsOf: messages)
+            if received.count == 400 { inbox?.close() }
+        }
+        let sender = inbox!.sender
+        let threads = (0..<4).map { part in
+            Thread {
+                for value in 0..<100 { sender.post(part * 100 + value) }
+            }
+        }
+        threads.forEach { $0.start() }
+        loop.run()
+        #expect(received.count == 400)
+        #expect(Set(received) == Set(0..<400))
+        // Per sender thread, order is preserved.
+        let firstPart = received.filter { $0 < 100 }
+        #expect(firstPart == Array(0..<100))
+        #expect(sender.post(1) == false)
+        try loop.close()
+    }
+
+    @Test func signalIsDeliveredOnTheLoop() throws {
+        let loop = try Loop()
+        let signal = Signal(loop: loop)
+        var seen: Int32 = 0
+        try signal.start(SIGUSR2) { signum in
+            seen = signum
+            signal.close()
+        }
+        let timer = Timer(loop: loop)
+        timer.start(timeoutMs: 1) {
+            raise(SIGUSR2)
+            timer.close()
+        }
+        loop.run()
+        #expect(seen == SIGUSR2)
+        try loop.close()
+    }
+
+    @Test func writeQueueConsumesPartialChunks() throws {
+        var queue = WriteQueue()
+        queue.append(OwnedBytes([1, 2, 3]))
+        queue.append(OwnedBytes([4, 5]))
+        #expect(queue.byteCount == 5)
+        queue.consume(4)
+        #expect(queue.byteCount == 1)
+        let taken = queue.removeFirst(1)
+        #expect(taken.count == 1)
+        #expect(queue.isEmpty)
+        #expect(queue.byteCount == 0)
+    }
+}
