@@ -1,4 +1,7 @@
 import CLibUV
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A libuv timer. Times are in milliseconds of the loop's monotonic clock.
 public final class Timer: Handle {
@@ -87,4 +90,14 @@ public final class Signal: Handle {
     }
 
     func fire(_ signum: Int32) { callback?(signum) }
+}
+
+extension Signal {
+    /// Ignores `signum` process-wide (e.g. SIGPIPE, so a write to a reset
+    /// connection fails with EPIPE instead of killing the process).
+    public static func ignore(_ signum: Int32) {
+        #if canImport(Glibc)
+        _ = Glibc.signal(signum, SIG_IGN)
+        #endif
+    }
 }

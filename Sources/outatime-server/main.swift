@@ -1,1 +1,116 @@
-print("x")
+import ArgumentParser
+import Foundation
+import Logging
+import OutaTimeServer
+
+/// `outatime-server`: the OutaTime state-sync server.
+struct OutaTimeServerCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "outatime-server",
+        abstract: "Serve OutaTime's shared boards (DeLorean, starport, timers, laps) over TCP.",
+        discussion: """
+            Clients speak protocol v1 (4-byte big-endian length + JSON object; see \
+            protocol/PROTOCOL.md). State is kept in a SQLite database; the server prints \
+            one line 'listening on HOST:PORT' when ready and stops cleanly on Ctrl-C or SIGTERM.
+
+            Examples:
+              outatime-server                          # 127.0.0.1:1985, ./data/outatime.sqlite
+              outatime-server --port 0 --db /tmp/t.db  # any free port (printed)
+              outatime-server --host 0.0.0.0 --tokens tokens.json
+            """
+    )
+
+    @Option(help: "Numeric address to listen on. A non-loopback address needs --tokens or --allow-anonymous.")
+    var host = "127.0.0.1"
+
+    @Option(help: "TCP port to listen on; 0 picks any free port (the real one is printed).")
+    var port = 1985
+
+    @Option(help: ArgumentHelp("SQLite database file; its folder is created if missing.", valueName: "path"))
+    var db = "./data/outatime.sqlite"
+
+    @Option(help: ArgumentHelp("Heartbeat interval clients must keep; silence for twice as long closes the connection.", valueName: "ms"))
+    var heartbeatMs = 15_000
+
+    @Option(help: ArgumentHelp("Largest frame body accepted from a client, in bytes.", valueName: "bytes"))
+    var maxFrame = 65_536
+
+    @Option(help: ArgumentHelp("DeLorean acceleration tick interval (1 mph per tick).", valueName: "ms"))
+    var deloreanTickMs = 100
+
+    @Option(help: ArgumentHelp("Lap stopwatch tick interval.", valueName: "ms"))
+    var lapTickMs = 100
+
+    @Option(help: ArgumentHelp("Durable events kept per channel for history and recovery (at least 1000).", valueName: "n"))
+    var historyLimit = 1000
+
+    @Option(help: ArgumentHelp("""
+        JSON file listing access tokens: [{"token": "...", "name": "Marty", "role": "watch|operate|admin"}]. \
+        Without it every connection may operate.
+        """, valueName: "file"))
+    var tokens: String?
+
+    @Flag(help: "Allow a non-loopback --host without --tokens (anyone who can connect may operate).")
+    var allowAnonymous = false
+
+    @Option(help: ArgumentHelp("Log level: trace, debug, info, notice, warning, error, critical. Logs go to stderr.", valueName: "level"))
+    var logLevel = "info"
+
+    func makeConfig() throws -> ServerConfig {
+        var config = ServerConfig()
+        config.host = host
+        config.port = port
+        config.databasePath = db
+        config.heartbeatMs = heartbeatMs
+        config.maxFrame = maxFrame
+        config.deloreanTickMs = deloreanTickMs
+        config.lapTickMs = lapTickMs
+        config.historyLimit = historyLimit
+        config.allowAnonymous = allowAnonymous
+        if let tokens {
+            do {
+                config.tokens = try AccessToken.load(from: tokens)
+            } catch {
+                throw ValidationError(error.message)
+            }
+        }
+        do {
+            try config.validate()
+        } catch {
+            throw ValidationError(error.message)
+        }
+        return config
+    }
+
+    func validate() throws {
+        guard Logger.Level(rawValue: logLevel) != nil else {
+            throw ValidationError("--log-level '\(logLevel)' is not one of trace, debug, info, notice, warning, error, critical")
+        }
+        _ = try makeConfig()
+    }
+
+    func run() throws {
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "outatime")
+        let config = try makeConfig()
+        let clean: Bool
+        do {
+            clean = try ServerRunner.run(config: config, logger: logger) { host, port in
+                let shown = host.contains(":") ? "[\(host)]" : host
+                // Unbuffered: scripts and tests wait for this line on a pipe.
+                FileHandle.standardOutput.write(Data("listening on \(shown):\(port)\n".utf8))
+            }
+        } catch {
+            FileHandle.standardError.write(Data("outatime-server: error: cannot start: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+        if !clean { throw ExitCode(3) }
+    }
+}
+
+OutaTimeServerCommand.main()

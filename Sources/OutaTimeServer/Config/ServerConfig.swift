@@ -1,0 +1,73 @@
+import Foundation
+
+/// Everything the server needs to start. The command line maps onto it one to
+/// one; tests set the extra knobs (timeouts, limits) directly.
+public struct ServerConfig: Sendable {
+    /// Numeric address to listen on.
+    public var host = "127.0.0.1"
+    /// TCP port; 0 picks a free one (see ``ServerHandle/port``).
+    public var port = 1985
+    /// SQLite database file; its folder is created.
+    public var databasePath = "./data/outatime.sqlite"
+    /// Clients must send a frame at least this often; silence for twice as
+    /// long closes the connection with `idle_timeout`.
+    public var heartbeatMs = 15_000
+    /// Largest frame body accepted from clients, in bytes.
+    public var maxFrame = 65_536
+    /// DeLorean acceleration tick interval.
+    public var deloreanTickMs = 100
+    /// Lap stopwatch tick interval.
+    public var lapTickMs = 100
+    /// Durable events kept per channel for `history` and recovery.
+    public var historyLimit = 1000
+    /// Access tokens; nil means no authentication (everyone `operate`).
+    public var tokens: [AccessToken]? = nil
+    /// Allow listening on a non-loopback address without tokens.
+    public var allowAnonymous = false
+    /// A connection that has not sent `hello` within this time is closed.
+    public var helloTimeoutMs = 10_000
+    /// Bytes queued for one connection before it is closed as a slow consumer.
+    public var outputLimitBytes = 8 << 20
+    /// Subscriptions one connection may hold.
+    public var maxSubscriptionsPerSession = 1024
+    /// Upper bound on a graceful shutdown; what is left is then closed hard.
+    public var shutdownTimeoutMs = 5_000
+    /// How long a closing connection waits for the peer's EOF after `bye`.
+    public var lingerMs = 2_000
+
+    /// The defaults documented in the README.
+    public init() {}
+
+    /// The connection idle limit (2 × heartbeat).
+    var idleTimeoutMs: UInt64 { UInt64(heartbeatMs) * 2 }
+
+    /// Checks the values a user can get wrong; the message names the flag.
+    public func validate() throws(ConfigError) {
+        func require(_ ok: Bool, _ message: String) throws(ConfigError) {
+            if !ok { throw ConfigError(message: message) }
+        }
+        try require((0...65535).contains(port), "--port \(port) is not a TCP port (0…65535; 0 picks a free port)")
+        try require(heartbeatMs >= 10, "--heartbeat-ms \(heartbeatMs) is too small (at least 10)")
+        try require((64...16 << 20).contains(maxFrame), "--max-frame \(maxFrame) is out of range (64…16777216 bytes)")
+        try require(deloreanTickMs >= 1, "--delorean-tick-ms \(deloreanTickMs) must be at least 1")
+        try require(lapTickMs >= 1, "--lap-tick-ms \(lapTickMs) must be at least 1")
+        try require(historyLimit >= 1000, "--history-limit \(historyLimit) is below the contract's minimum of 1000")
+        if tokens == nil && !Self.isLoopback(host) && !allowAnonymous {
+            throw ConfigError(message: "refusing to listen on non-loopback address \(host) without --tokens: "
+                + "anyone could operate the boards. Pass --tokens FILE, or --allow-anonymous to accept that.")
+        }
+    }
+
+    static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+}
+
+/// A configuration the server cannot start with.
+public struct ConfigError: Error, Sendable, CustomStringConvertible {
+    /// What is wrong and how to fix it.
+    public let message: String
+    /// Creates the error.
+    public init(message: String) { self.message = message }
+    public var description: String { message }
+}

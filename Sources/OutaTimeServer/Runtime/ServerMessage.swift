@@ -1,0 +1,17 @@
+import OutaTimeProtocol
+import OutaTimeStore
+
+/// What other threads tell the loop, through its one inbox.
+enum ServerMessage: Sendable {
+    /// The store writer committed (or failed) these tickets.
+    case committed([StoreCommit])
+    /// A history read finished.
+    case historyRead(ticket: UInt64, Result<[HistoryEvent], StoreFailure>)
+    /// SIGINT/SIGTERM or ``ServerHandle/shutdown()``.
+    case shutdownRequested
+}
+
+/// A store failure, carried across threads as text.
+struct StoreFailure: Error, Sendable {
+    let message: String
+}

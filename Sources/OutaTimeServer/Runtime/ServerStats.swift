@@ -1,0 +1,69 @@
+import Foundation
+
+/// Counters reported by `stats`; plain integers owned by the loop thread.
+struct ServerCounters {
+    var connectionsAccepted = 0
+    var framesIn = 0
+    var framesOut = 0
+    var bytesIn = 0
+    var bytesOut = 0
+    var messagesPublished = 0
+    var deliveries = 0
+    var eventsCommitted = 0
+    var slowConsumerCloses = 0
+    var closesByReason: [String: Int] = [:]
+}
+
+/// The `stats` result (snake_case on the wire).
+struct StatsResult: Encodable {
+    var server: String
+    var uptimeS: Int
+    var connections: Int
+    var sessionsReady: Int
+    var connectionsAccepted: Int
+    var channels: Int
+    var subscriptions: Int
+    var framesIn: Int
+    var framesOut: Int
+    var bytesIn: Int
+    var bytesOut: Int
+    var messagesPublished: Int
+    var deliveries: Int
+    var eventsCommitted: Int
+    var storeBatches: Int
+    var storeLargestBatch: Int
+    var storeBacklog: Int
+    var slowConsumerCloses: Int
+    var closes: [String: Int]
+    var rssBytes: Int
+
+    enum CodingKeys: String, CodingKey {
+        case server
+        case uptimeS = "uptime_s"
+        case connections
+        case sessionsReady = "sessions_ready"
+        case connectionsAccepted = "connections_accepted"
+        case channels, subscriptions
+        case framesIn = "frames_in"
+        case framesOut = "frames_out"
+        case bytesIn = "bytes_in"
+        case bytesOut = "bytes_out"
+        case messagesPublished = "messages_published"
+        case deliveries
+        case eventsCommitted = "events_committed"
+        case storeBatches = "store_batches"
+        case storeLargestBatch = "store_largest_batch"
+        case storeBacklog = "store_backlog"
+        case slowConsumerCloses = "slow_consumer_closes"
+        case closes
+        case rssBytes = "rss_bytes"
+    }
+
+    /// Resident set size from /proc/self/statm (0 where unavailable).
+    static func residentBytes() -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+        let fields = text.split(separator: " ")
+        guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+    }
+}

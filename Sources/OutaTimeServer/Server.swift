@@ -1,0 +1,207 @@
+import Foundation
+import Logging
+import OutaTimeDomain
+import OutaTimeProtocol
+import OutaTimeStore
+import UV
+
+/// The OutaTime server: one libuv loop thread owns every session, channel and
+/// subscription, with no locks. Storage runs on the store writer's thread and
+/// reports back through the loop's inbox.
+///
+/// Use ``ServerHandle`` to run it on a thread of its own, or ``run(config:logger:onListening:)``
+/// to run it on the calling thread with SIGINT/SIGTERM handling.
+final class Server {
+    /// `starting → running → draining → stopped`.
+    enum Phase { case starting, running, draining, stopped }
+
+    static let version = "outatime/0.1.0"
+
+    let config: ServerConfig
+    let logger: Logger
+    let loop: Loop
+    let store: Store
+    let writer: StoreWriter
+    let clock: any DomainClock
+    var phase = Phase.starting
+
+    let encoder = MessageEncoder()
+    let decoder = JSONDecoder()
+    var counters = ServerCounters()
+    let startedAt = Date()
+    let bootID: String
+
+    var sessions: [Int: Session] = [:]
+    var nextSerial = 0
+    var channels: [String: Channel] = [:]
+    var subscriptions = SubscriptionIndex()
+    let tokens: [String: AccessToken]?
+
+    var nextTicket: UInt64 = 0
+    var pendingCommits: [UInt64: (String?) -> Void] = [:]
+    var pendingReads: [UInt64: (Result<[HistoryEvent], StoreFailure>) -> Void] = [:]
+
+    private(set) var listener: TCPListener!
+    let inbox: AsyncInbox<ServerMessage>
+    private var flusher: Prepare!
+    private var sweeper: UV.Timer!
+    private var signals: [Signal] = []
+    var dirty: [Session] = []
+    var shutdownDeadline: UInt64?
+
+    /// Opens the store and loads every channel; does not listen yet.
+    init(config: ServerConfig, logger: Logger, clock: any DomainClock = SystemClock()) throws {
+        try config.validate()
+        self.config = config
+        self.logger = logger
+        self.clock = clock
+        self.loop = try Loop()
+        self.store = try Store(path: config.databasePath)
+        self.tokens = config.tokens.map { Dictionary($0.map { ($0.token, $0) }, uniquingKeysWith: { first, _ in first }) }
+        self.bootID = String((0..<6).map { _ in "0123456789abcdefghijklmnopqrstuvwxyz".randomElement()! })
+        // The inbox exists before the writer that reports through it; its
+        // handler is attached once `self` is fully initialised.
+        let relay = MessageRelay()
+        let inbox = try AsyncInbox<ServerMessage>(loop: loop) { messages in
+            for message in messages { relay.handler?(message) }
+        }
+        let sender = inbox.sender
+        self.inbox = inbox
+        self.writer = StoreWriter(store: store, historyLimit: config.historyLimit) { commits in
+            sender.post(.committed(commits))
+        }
+        relay.handler = { [unowned self] message in self.handle(message) }
+        try loadChannels()
+    }
+
+    /// Binds, listens and starts the per-iteration flush and the sweep timer.
+    /// Returns the bound address.
+    func start(handleSignals: Bool) throws -> SocketAddress {
+        let listener = TCPListener(loop: loop)
+        self.listener = listener
+        try listener.bind(SocketAddress(host: config.host, port: config.port))
+        try listener.listen { [unowned self] error in self.accept(error) }
+        flusher = Prepare(loop: loop)
+        flusher.start { [unowned self] in self.flushDirty() }
+        sweeper = UV.Timer(loop: loop)
+        let interval = UInt64(max(10, min(1000, config.heartbeatMs / 4)))
+        sweeper.start(timeoutMs: interval, repeatMs: interval) { [unowned self] in self.sweep() }
+        if handleSignals {
+            for signum in [SIGINT, SIGTERM] {
+                let signal = Signal(loop: loop)
+                try signal.start(signum) { [unowned self] number in
+                    self.logger.notice("signal received, shutting down", metadata: ["signal": "\(number)"])
+                    self.beginShutdown()
+                }
+                signals.append(signal)
+            }
+        }
+        phase = .running
+        let address = listener.localAddress!
+        logger.info("listening", metadata: ["address": "\(address)", "db": "\(config.databasePath)"])
+        return address
+    }
+
+    /// Runs the loop until shutdown completes; true if the loop closed cleanly.
+    func runLoop() -> Bool {
+        loop.run()
+        writer.close()
+        try? store.close()
+        do {
+            try loop.close()
+            return true
+        } catch {
+            logger.error("loop closed with open handles", metadata: ["handles": "\(loop.openHandleCount)"])
+            return false
+        }
+    }
+
+    private func loadChannels() throws {
+        for record in try store.loadChannels() {
+            guard let name = try? ChannelName.parse(record.name) else {
+                logger.warning("skipping stored channel with an invalid name", metadata: ["channel": "\(record.name)"])
+                continue
+            }
+            let state = try ChannelState(kind: name.kind, jsonText: record.state)
+            channels[record.name] = Channel(name: name, seq: record.seq, state: state, isDurable: true)
+        }
+        logger.info("channels loaded", metadata: ["count": "\(channels.count)"])
+    }
+
+    private func accept(_ error: UVError?) {
+        if let error {
+            logger.warning("accept failed", metadata: ["error": "\(error)"])
+            return
+        }
+        guard let stream = try? listener.accept() else { return }
+        guard phase == .running else {
+            stream.close()
+            return
+        }
+        stream.setNoDelay()
+        nextSerial += 1
+        counters.connectionsAccepted += 1
+        let session = Session(serial: nextSerial, id: "\(bootID)-\(nextSerial)", stream: stream, server: self,
+                              maxFrame: config.maxFrame, now: loop.now)
+        sessions[session.serial] = session
+        stream.onWriteError = { [unowned self, unowned session] error in
+            self.logger.debug("write failed", metadata: ["conn.id": "\(session.id)", "error": "\(error)"])
+            self.destroy(session, reason: .writeError)
+        }
+        do {
+            try stream.startReading(onData: { [unowned self, unowned session] bytes in
+                self.received(bytes, on: session)
+            }, onEnd: { [unowned self, unowned session] error in
+                self.readEnded(on: session, error: error)
+            })
+        } catch {
+            destroy(session, reason: .readError)
+            return
+        }
+        logger.trace("connection accepted", metadata: ["conn.id": "\(session.id)", "peer": "\(stream.peerAddress?.description ?? "?")"])
+    }
+
+    func markDirty(_ session: Session) {
+        guard !session.isDirty else { return }
+        session.isDirty = true
+        dirty.append(session)
+    }
+
+    /// Once per loop iteration, before the loop blocks: one write per session
+    /// with everything queued since the last flush.
+    private func flushDirty() {
+        guard !dirty.isEmpty else { return }
+        let sessions = dirty
+        dirty = []
+        for session in sessions {
+            session.isDirty = false
+            session.stream.flush()
+        }
+    }
+
+    func handle(_ message: ServerMessage) {
+        switch message {
+        case .committed(let commits):
+            storeCommitted(commits)
+        case .historyRead(let ticket, let result):
+            pendingReads.removeValue(forKey: ticket)?(result)
+        case .shutdownRequested:
+            beginShutdown()
+        }
+    }
+
+    /// Closes the server's own handles once everything else is done.
+    func closeOwnHandles() {
+        listener?.close()
+        flusher?.close()
+        sweeper?.close()
+        for signal in signals { signal.close() }
+        signals = []
+        inbox.close()
+    }
+}
+
+/// Forwards inbox messages to the server (set after init; loop thread only).
+private final class MessageRelay {
+    var handler: ((ServerMessage) -> Void)?
+}

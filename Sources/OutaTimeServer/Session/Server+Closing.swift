@@ -1,0 +1,111 @@
+import OutaTimeProtocol
+import UV
+
+extension Server {
+    /// Ends a conversation politely: `bye` with `reason`, flush, FIN, then
+    /// close once the peer has closed too (or the linger time has passed), so
+    /// the peer reliably reads the `bye` instead of a reset.
+    func close(_ session: Session, bye reason: ByeReason) {
+        guard session.state == .awaitingHello || session.state == .ready else { return }
+        if reason == .slowConsumer { counters.slowConsumerCloses += 1 }
+        logger.debug("closing connection", metadata: ["conn.id": "\(session.id)", "reason": "\(reason.rawValue)"])
+        session.send(ByePush(reason: reason))
+        session.isSealed = true
+        beginClosing(session, reason: .bye, bye: reason)
+    }
+
+    /// Stops taking requests from `session`, flushes its output, then shuts
+    /// down the write side and waits for the peer's EOF.
+    func beginClosing(_ session: Session, reason: Session.CloseReason, bye: ByeReason? = nil) {
+        guard session.state == .awaitingHello || session.state == .ready else { return }
+        session.state = .closing
+        session.closeReason = reason
+        count(close: bye?.rawValue ?? reason.rawValue)
+        session.backlog = []
+        detach(session)
+        session.closeDeadline = loop.now + UInt64(config.lingerMs)
+        if !session.sawEOF { try? session.stream.resumeReading() }  // to notice the peer's EOF
+        let stream = session.stream
+        let finish = { [unowned self, unowned session] in
+            stream.onDrained = nil
+            stream.shutdown { [unowned self, unowned session] _ in
+                if session.sawEOF { self.destroy(session, reason: reason) }
+            }
+        }
+        if stream.isDrained {
+            finish()
+        } else {
+            stream.onDrained = finish
+            markDirty(session)
+        }
+    }
+
+    /// Closes the socket now and forgets the session.
+    func destroy(_ session: Session, reason: Session.CloseReason) {
+        guard session.state != .closed else { return }
+        if session.state != .closing { count(close: reason.rawValue) }
+        session.state = .closed
+        detach(session)
+        sessions[session.serial] = nil
+        session.backlog = []
+        session.stream.close()
+        logger.trace("connection closed", metadata: ["conn.id": "\(session.id)", "reason": "\(reason.rawValue)"])
+        if phase == .draining { checkDrained() }
+    }
+
+    /// Removes every subscription of `session` and tells the remaining
+    /// watchers it left (also after an abrupt disconnect).
+    func detach(_ session: Session) {
+        for channel in subscriptions.removeAll(of: session).sorted() {
+            broadcastPresence(channel: channel, joined: [], left: [session.watcher], except: nil)
+        }
+    }
+
+    private func count(close reason: String) {
+        counters.closesByReason[reason, default: 0] += 1
+    }
+
+    /// Periodic checks: hello and idle timeouts, linger expiry, shutdown progress.
+    func sweep() {
+        let now = loop.now
+        let helloTimeout = UInt64(config.helloTimeoutMs)
+        for session in Array(sessions.values) {
+            switch session.state {
+            case .awaitingHello where now - session.connectedAt >= helloTimeout:
+                close(session, bye: .helloTimeout)
+            case .ready where now - session.lastActivity >= config.idleTimeoutMs && !session.isBlocked:
+                close(session, bye: .idleTimeout)
+            case .closing:
+                if let deadline = session.closeDeadline, now >= deadline { destroy(session, reason: .lingerExpired) }
+            default:
+                break
+            }
+        }
+        if phase == .draining { checkDrained() }
+    }
+
+    /// SIGINT/SIGTERM: stop accepting and reading, let pending commits finish,
+    /// then `bye server_shutdown` to everyone, flush and stop.
+    func beginShutdown() {
+        guard phase == .running else { return }
+        phase = .draining
+        shutdownDeadline = loop.now + UInt64(config.shutdownTimeoutMs)
+        logger.notice("shutting down", metadata: ["connections": "\(sessions.count)", "pending_commits": "\(pendingCommits.count)"])
+        listener.close()
+        for session in sessions.values { session.stream.stopReading() }
+        checkDrained()
+    }
+
+    func checkDrained() {
+        guard phase == .draining else { return }
+        loop.updateTime()
+        let overdue = loop.now >= shutdownDeadline ?? 0
+        if !pendingCommits.isEmpty && !overdue { return }
+        for session in Array(sessions.values) { close(session, bye: .serverShutdown) }
+        guard sessions.isEmpty || overdue else { return }
+        phase = .stopped
+        for session in Array(sessions.values) { destroy(session, reason: .serverStopped) }
+        closeOwnHandles()
+        logger.notice("stopped")
+    }
+}
