@@ -97,6 +97,7 @@ extension Server {
     /// Returns true when it stopped cleanly.
     static func runForeground(config: ServerConfig, logger: Logger, onListening: (SocketAddress) -> Void) throws -> Bool {
         Signal.ignore(SIGPIPE)
+        Signal.unblock([SIGINT, SIGTERM])
         let server = try Server(config: config, logger: logger)
         let address = try server.start(handleSignals: true)
         onListening(address)

@@ -101,3 +101,17 @@ extension Signal {
         #endif
     }
 }
+
+extension Signal {
+    /// Unblocks `signals` for the calling thread. A parent may start us with
+    /// SIGINT/SIGTERM blocked (some supervisors and thread pools do); libuv
+    /// could then never see them.
+    public static func unblock(_ signals: [Int32]) {
+        #if canImport(Glibc)
+        var set = sigset_t()
+        sigemptyset(&set)
+        for signum in signals { sigaddset(&set, signum) }
+        pthread_sigmask(SIG_UNBLOCK, &set, nil)
+        #endif
+    }
+}

@@ -107,6 +107,8 @@ import Testing
         }
         let timer = Timer(loop: loop)
         timer.start(timeoutMs: 1) {
+            // Test runner threads may block signals; raise() targets this one.
+            Signal.unblock([SIGUSR2])
             raise(SIGUSR2)
             timer.close()
         }

@@ -9,8 +9,7 @@ extension Server {
         guard session.state == .awaitingHello || session.state == .ready else { return }
         if reason == .slowConsumer { counters.slowConsumerCloses += 1 }
         logger.debug("closing connection", metadata: ["conn.id": "\(session.id)", "reason": "\(reason.rawValue)"])
-        session.send(ByePush(reason: reason))
-        session.isSealed = true
+        session.sendFinal(ByePush(reason: reason))
         beginClosing(session, reason: .bye, bye: reason)
     }
 

@@ -63,13 +63,29 @@ final class Session {
     /// sessions). A session over its output limit is closed as a slow consumer.
     func send(_ frame: Frame) {
         guard !isSealed, state != .closed else { return }
+        enqueue(frame)
+        if stream.bufferedByteCount > server.config.outputLimitBytes {
+            server.close(self, bye: .slowConsumer)
+        }
+    }
+
+    /// Queues the last frame of a conversation (the `bye`) and seals the
+    /// output: no limit check, nothing may follow.
+    func sendFinal<Message: Encodable>(_ message: Message) {
+        guard !isSealed, state != .closed else { return }
+        isSealed = true
+        do {
+            enqueue(try server.encoder.frame(message))
+        } catch {
+            server.logger.error("encoding failed", metadata: ["conn.id": "\(id)", "error": "\(error)"])
+        }
+    }
+
+    private func enqueue(_ frame: Frame) {
         stream.enqueue(frame)
         server.counters.framesOut += 1
         server.counters.bytesOut += frame.count
         server.markDirty(self)
-        if stream.bufferedByteCount > server.config.outputLimitBytes {
-            server.close(self, bye: .slowConsumer)
-        }
     }
 
     /// Encodes and queues one message.

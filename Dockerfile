@@ -1,0 +1,51 @@
+# OutaTime server image.
+#
+#   docker compose up --build          (see docker-compose.yml)
+#   docker build -t outatime-server .
+#
+# Build stage: the official Swift image for Debian 12, matching the toolchain
+# the project is developed with.
+ARG SWIFT_VERSION=6.3
+FROM swift:${SWIFT_VERSION}-bookworm AS build
+
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libuv1-dev libsqlite3-dev \
+ && rm -rf /var/lib/apt/lists/*
+
+WORKDIR /src
+
+# Resolve dependencies in their own layer, so source edits do not refetch them.
+# (SwiftPM checks every target folder when it builds, hence Tests too below.)
+COPY Package.swift ./
+RUN swift package resolve
+
+COPY Sources ./Sources
+COPY Tests ./Tests
+# The Swift runtime and Foundation are linked statically, so the runtime stage
+# needs only the C libraries.
+RUN swift build -c release --product outatime-server --static-swift-stdlib \
+ && install -D "$(swift build -c release --show-bin-path)/outatime-server" /out/outatime-server
+
+# Runtime stage: a slim Debian with the C libraries the binary links
+# (libuv, SQLite, the C++ runtime Foundation uses).
+FROM debian:bookworm-slim
+
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libuv1 libsqlite3-0 libstdc++6 tzdata ca-certificates \
+ && rm -rf /var/lib/apt/lists/* \
+ && useradd --system --uid 1985 --user-group --home-dir /data --no-create-home outatime \
+ && mkdir -p /data \
+ && chown outatime:outatime /data
+
+COPY --from=build /out/outatime-server /usr/local/bin/outatime-server
+
+USER outatime
+WORKDIR /data
+VOLUME /data
+EXPOSE 1985
+
+# Listens on every interface of the container and lets anyone in as
+# `operate` (--allow-anonymous): fine for a local try-out behind a loopback
+# port mapping. Production: mount a tokens file and replace --allow-anonymous
+# with --tokens /run/secrets/outatime-tokens.json (see README.md).
+CMD ["outatime-server", "--host", "0.0.0.0", "--port", "1985", "--db", "/data/outatime.sqlite", "--allow-anonymous"]

@@ -1,0 +1,70 @@
+# OutaTime — build, run and test.
+#
+#   make run     start the server on 127.0.0.1:1985, database under ./data
+#   make test    run every test
+#   make help    list all targets
+#
+# Variables: SWIFT (the swift driver), ARGS (extra server flags for `run`),
+# HOST, PORT, DB (where `run` listens and stores), TEST_ARGS (for `swift test`).
+
+SWIFT     ?= swift
+ARGS      ?=
+HOST      ?= 127.0.0.1
+PORT      ?= 1985
+DB        ?= ./data/outatime.sqlite
+TEST_ARGS ?=
+
+# Debian packages the build needs: libuv for the event loop, SQLite for GRDB.
+DEBIAN_PACKAGES := libuv1-dev libsqlite3-dev
+
+# Root installs directly; anyone else goes through sudo when it exists.
+SUDO := $(shell if [ "$$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then echo sudo; fi)
+
+SERVER_BIN := .build/debug/outatime-server
+
+.DEFAULT_GOAL := help
+
+.PHONY: help deps build run test release clean
+
+help: ## List the targets
+	@echo "OutaTime — make targets:"
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
+	@echo
+	@echo "Variables: SWIFT=$(SWIFT) HOST=$(HOST) PORT=$(PORT) DB=$(DB)"
+	@echo "           ARGS='extra server flags', e.g. make run ARGS='--log-level debug'"
+
+deps: ## Install the Debian packages libuv1-dev and libsqlite3-dev if missing
+	@if command -v dpkg-query >/dev/null 2>&1; then \
+	  missing=""; \
+	  for p in $(DEBIAN_PACKAGES); do \
+	    dpkg-query -W -f='$${Status}' "$$p" 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
+	  done; \
+	  if [ -n "$$missing" ]; then \
+	    echo "deps: installing$$missing"; \
+	    $(SUDO) apt-get update && \
+	    $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y $$missing; \
+	  else \
+	    echo "deps: $(DEBIAN_PACKAGES) already installed"; \
+	  fi; \
+	elif command -v pkg-config >/dev/null 2>&1 && pkg-config --exists libuv sqlite3; then \
+	  echo "deps: libuv and sqlite3 found by pkg-config"; \
+	else \
+	  echo "deps: not a Debian system; install libuv and SQLite (with headers) yourself" >&2; \
+	  exit 1; \
+	fi
+
+build: deps ## Build everything (debug)
+	$(SWIFT) build
+
+run: build ## Start the server on 127.0.0.1:1985, database ./data/outatime.sqlite
+	$(SERVER_BIN) --host $(HOST) --port $(PORT) --db $(DB) $(ARGS)
+
+test: deps ## Build and run every test
+	$(SWIFT) build --build-tests
+	$(SWIFT) test $(TEST_ARGS)
+
+release: deps ## Build an optimised server (.build/release/outatime-server)
+	$(SWIFT) build -c release
+
+clean: ## Remove build products (keeps ./data)
+	rm -rf .build

@@ -1,0 +1,150 @@
+import Foundation
+import OutaTimeProtocol
+import Testing
+
+/// `publish`: fan-out to subscribers, `delivered`, and the message push.
+@Suite("publish", .timeLimit(.minutes(1)))
+struct PublishTests {
+    static let channel = "delorean/outatime"
+    static var data: [String: Any] { ["text": "Great Scott!", "gigawatts": 1.21, "tags": ["a", "b"], "none": NSNull()] }
+
+    /// Checks one `message` push against the publisher and data.
+    static func check(_ message: [String: Any], from publisher: TestClient, name: String, data: Any,
+                      sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(message["channel"] as? String == channel, sourceLocation: sourceLocation)
+        #expect(message[object: "from"]?["session"] as? String == publisher.session, sourceLocation: sourceLocation)
+        #expect(message[object: "from"]?["name"] as? String == name, sourceLocation: sourceLocation)
+        #expect(jsonEqual(message["data"], data), "data: \(describe([message]))", sourceLocation: sourceLocation)
+    }
+
+    @Test("one publish reaches three subscribers; the publisher is not subscribed")
+    func threeSubscribers() throws {
+        try withTestServer { server in
+            let subscribers = try (1...3).map { n in try server.connectReady(name: "watcher\(n)") }
+            for subscriber in subscribers {
+                try subscriber.call("subscribe", ["channel": Self.channel])
+            }
+            let publisher = try server.connectReady(name: "Doc")
+            let result = try publisher.call("publish", ["channel": Self.channel, "data": Self.data])
+            #expect(result[int: "delivered"] == 3)
+            for subscriber in subscribers {
+                let message = try subscriber.readUntil(type: "message")
+                Self.check(message, from: publisher, name: "Doc", data: Self.data)
+            }
+            // The publisher gets its reply and nothing else.
+            #expect(try publisher.request("ping").isOK)
+            #expect(publisher.pushes.isEmpty, "publisher got: \(describe(publisher.pushes))")
+        }
+    }
+
+    @Test("a subscribed publisher is delivered to and counted")
+    func subscribedPublisher() throws {
+        try withTestServer { server in
+            let subscribers = try (1...3).map { n in try server.connectReady(name: "watcher\(n)") }
+            let publisher = try server.connectReady(name: "Doc")
+            for client in subscribers + [publisher] {
+                try client.call("subscribe", ["channel": Self.channel])
+            }
+            let result = try publisher.call("publish", ["channel": Self.channel, "data": "1.21 gigawatts"])
+            #expect(result[int: "delivered"] == 4)
+            for client in subscribers + [publisher] {
+                Self.check(try client.readUntil(type: "message"), from: publisher, name: "Doc", data: "1.21 gigawatts")
+            }
+        }
+    }
+
+    @Test("publish to a channel nobody watches delivers 0 and creates nothing")
+    func publishToNobody() throws {
+        try withTestServer { server in
+            let client = try server.connectReady()
+            let result = try client.call("publish", ["channel": "timers/empty", "data": ["n": 1]])
+            #expect(result[int: "delivered"] == 0)
+            #expect((try client.call("list")[objects: "channels"])?.isEmpty == true)
+        }
+    }
+
+    @Test("publish needs data; explicit null is data", arguments: [true, false])
+    func publishData(explicitNull: Bool) throws {
+        try withTestServer { server in
+            let client = try server.connectReady()
+            try client.call("subscribe", ["channel": Self.channel])
+            var fields: [String: Any] = ["channel": Self.channel]
+            if explicitNull { fields["data"] = NSNull() }
+            let reply = try client.request("publish", fields)
+            if explicitNull {
+                #expect(reply.isOK, "\(describe([reply]))")
+                #expect(reply[object: "result"]?[int: "delivered"] == 1)
+                #expect(try client.readUntil(type: "message")["data"] is NSNull)
+            } else {
+                #expect(reply.errorCode == .invalidRequest)
+            }
+        }
+    }
+
+    @Test("messages from one publisher arrive in publish order")
+    func publishOrder() throws {
+        try withTestServer { server in
+            let subscriber = try server.connectReady()
+            try subscriber.call("subscribe", ["channel": Self.channel])
+            let publisher = try server.connectReady()
+            var bytes: [UInt8] = []
+            for n in 1...20 {
+                bytes += TestClient.framed(try TestClient.body(["type": "publish", "channel": Self.channel, "data": n]))
+            }
+            try publisher.sendRaw(bytes)
+            var received: [Int] = []
+            for _ in 1...20 {
+                received.append(try subscriber.readUntil(type: "message")[int: "data"] ?? -1)
+            }
+            #expect(received == Array(1...20))
+        }
+    }
+
+    @Test("an unsubscribed client gets no more messages")
+    func unsubscribedGetsNothing() throws {
+        try withTestServer { server in
+            let stays = try server.connectReady()
+            let leaves = try server.connectReady()
+            try stays.call("subscribe", ["channel": Self.channel])
+            try leaves.call("subscribe", ["channel": Self.channel])
+            try leaves.call("unsubscribe", ["channel": Self.channel])
+            let result = try stays.call("publish", ["channel": Self.channel, "data": 88])
+            #expect(result[int: "delivered"] == 1)
+            #expect(try stays.readUntil(type: "message")[int: "data"] == 88)
+            #expect(try leaves.request("ping").isOK)
+            #expect(!leaves.pushes.contains { $0.type == "message" }, "got: \(describe(leaves.pushes))")
+        }
+    }
+
+    @Test("a subscriber that never reads gets bye slow_consumer; the others keep getting served")
+    func slowConsumer() throws {
+        try withTestServer({ $0.outputLimitBytes = 256 << 10 }) { server in
+            let slow = try TestClient(port: server.port, receiveBuffer: 4_096)
+            try slow.hello(name: "slowpoke")
+            try slow.call("subscribe", ["channel": Self.channel])
+            let fast = try server.connectReady(name: "fast")
+            try fast.call("subscribe", ["channel": Self.channel])
+            let publisher = try server.connectReady(name: "Doc")
+
+            // 16 KB a message: the limit plus any kernel buffering is passed
+            // long before 600 messages (9.6 MB).
+            let payload = String(repeating: "x", count: 16_000)
+            var deliveries: [Int] = []
+            for _ in 0..<600 {
+                let delivered = try publisher.call("publish", ["channel": Self.channel, "data": payload])[int: "delivered"] ?? -1
+                deliveries.append(delivered)
+                _ = try fast.readUntil(type: "message")
+                if delivered == 1 { break }
+            }
+            #expect(deliveries.first == 2)
+            #expect(deliveries.last == 1, "the slow subscriber was never dropped: \(deliveries.count) publishes")
+            #expect((try publisher.call("stats")[int: "slow_consumer_closes"] ?? 0) >= 1)
+
+            // Draining now, the slow client finds the reason, then the close.
+            let bye = try slow.readUntil(type: "bye", timeout: 10)
+            #expect(bye["reason"] as? String == "slow_consumer")
+            #expect(slow.expectClosed())
+            #expect(try fast.request("ping").isOK)
+        }
+    }
+}
