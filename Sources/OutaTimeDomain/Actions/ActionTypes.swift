@@ -1,0 +1,78 @@
+import Foundation
+import OutaTimeProtocol
+
+/// Who performs an action, and when. `now` comes from the injected clock
+/// (the server derives it from a monotonic clock, so it never jumps).
+public struct ActionContext: Sendable, Equatable {
+    /// The current time.
+    public var now: Date
+    /// The acting session's id (timer viewers are sessions).
+    public var session: String
+    /// The acting operator's display name (e.g. a dispatch's `created_by`).
+    public var actor: String
+
+    /// Creates a context.
+    public init(now: Date, session: String = "test-session", actor: String = "tester") {
+        self.now = now
+        self.session = session
+        self.actor = actor
+    }
+}
+
+/// A durable change: stored, numbered (`seq`) and broadcast as an `event` push.
+public struct DomainEvent: Sendable, Equatable {
+    /// The event name, e.g. `destination_set`.
+    public var name: String
+    /// The event's data object.
+    public var data: JSONValue
+
+    /// Creates an event.
+    public init(_ name: String, _ data: JSONValue = .object([:])) {
+        self.name = name
+        self.data = data
+    }
+}
+
+/// What an action produced: the reply's `result` and the durable events
+/// (none for read-only actions), in the order they happened.
+public struct ActionOutcome: Sendable, Equatable {
+    /// The `result` object of the `command` reply.
+    public var result: JSONValue
+    /// Durable events to commit before replying.
+    public var events: [DomainEvent]
+
+    /// Creates an outcome.
+    public init(result: JSONValue = .object([:]), events: [DomainEvent] = []) {
+        self.result = result
+        self.events = events
+    }
+}
+
+/// Whether an action changes state: read-only actions need only the `watch`
+/// role and produce no events.
+public enum ActionAccess: Sendable, Equatable {
+    /// Reads state; allowed to `watch`.
+    case readOnly
+    /// Changes state; needs `operate`.
+    case mutating
+}
+
+/// One channel kind's behaviour. Each kind's state type conforms; the
+/// server reaches them through ``ChannelState``.
+public protocol ChannelBehaviour: Sendable {
+    /// Every action of the kind, with its access.
+    static var actions: [String: ActionAccess] { get }
+
+    /// Performs `action` (already known to be in ``actions``). Throws a
+    /// ``ProtocolError`` with a contract code and a message naming the bad
+    /// value and what is allowed; on a throw the state is unchanged.
+    mutating func perform(_ action: String, _ args: ActionArgs, _ context: ActionContext) throws(ProtocolError) -> ActionOutcome
+}
+
+extension ChannelBehaviour {
+    /// `unknown_action` naming the action and listing the valid ones.
+    static func unknownAction(_ action: String, kind: ChannelKind) -> ProtocolError {
+        ProtocolError(.unknownAction,
+            "channel kind '\(kind.rawValue)' has no action '\(action)'; valid actions: \(actions.keys.sorted().joined(separator: ", "))")
+    }
+}
