@@ -1,0 +1,61 @@
+import UV
+
+/// Every timed wake-up of the server on ONE libuv timer: channels register
+/// their next deadline (loop milliseconds) under a key; the timer is armed
+/// for the earliest one. Deadlines are absolute, so a late callback never
+/// shifts later ones (no drift from counting callbacks).
+final class Scheduler<Key: Hashable> {
+    private var heap = DeadlineHeap<Key>()
+    private let timer: UV.Timer
+    private let loop: Loop
+    private var armedFor: UInt64?
+    /// Runs for each due key, in deadline order, with the loop's time.
+    var onDue: ((Key, UInt64) -> Void)?
+
+    init(loop: Loop) {
+        self.loop = loop
+        self.timer = UV.Timer(loop: loop)
+    }
+
+    /// Number of keys with a pending deadline.
+    var count: Int { heap.count }
+
+    /// Wakes `key` at `deadline` (loop ms), replacing its earlier deadline.
+    func schedule(_ key: Key, at deadline: UInt64) {
+        heap.schedule(key, at: deadline)
+        arm()
+    }
+
+    /// Forgets `key`'s deadline.
+    func cancel(_ key: Key) {
+        heap.cancel(key)
+    }
+
+    func isScheduled(_ key: Key) -> Bool { heap.isScheduled(key) }
+
+    /// Closes the timer handle.
+    func close() {
+        onDue = nil
+        timer.close()
+    }
+
+    private func arm() {
+        guard !timer.isClosing, let next = heap.earliest() else { return }
+        if let armedFor, armedFor <= next { return }
+        armedFor = next
+        let now = loop.now
+        timer.start(timeoutMs: next > now ? next - now : 0) { [unowned self] in self.fire() }
+    }
+
+    private func fire() {
+        armedFor = nil
+        // uv_now is cached per iteration; refresh so work done in callbacks
+        // does not make later deadlines look due early or late.
+        loop.updateTime()
+        let now = loop.now
+        while let key = heap.popDue(now: now) {
+            onDue?(key, now)
+        }
+        arm()
+    }
+}
