@@ -22,7 +22,7 @@ final class Server {
     let loop: Loop
     let store: Store
     let writer: StoreWriter
-    let clock: any DomainClock
+    let clock: MonotonicClock
     var phase = Phase.starting
 
     let encoder = MessageEncoder()
@@ -45,12 +45,13 @@ final class Server {
     let inbox: AsyncInbox<ServerMessage>
     private var flusher: Prepare!
     private var sweeper: UV.Timer!
+    private(set) var scheduler: Scheduler<String>!
     private var signals: [Signal] = []
     var dirty: [Session] = []
     var shutdownDeadline: UInt64?
 
     /// Opens the store and loads every channel; does not listen yet.
-    init(config: ServerConfig, logger: Logger, clock: any DomainClock = SystemClock()) throws {
+    init(config: ServerConfig, logger: Logger, clock: MonotonicClock = MonotonicClock()) throws {
         try config.validate()
         self.config = config
         self.logger = logger
@@ -81,6 +82,9 @@ final class Server {
         self.listener = listener
         try listener.bind(SocketAddress(host: config.host, port: config.port))
         try listener.listen { [unowned self] error in self.accept(error) }
+        scheduler = Scheduler<String>(loop: loop)
+        scheduler.onDue = { [unowned self] key, now in self.clockDue(key, now: now) }
+        recoverChannelsAfterRestart()
         flusher = Prepare(loop: loop)
         flusher.start { [unowned self] in self.flushDirty() }
         sweeper = UV.Timer(loop: loop)
@@ -195,6 +199,7 @@ final class Server {
         listener?.close()
         flusher?.close()
         sweeper?.close()
+        scheduler?.close()
         for signal in signals { signal.close() }
         signals = []
         inbox.close()

@@ -65,3 +65,32 @@ public struct DeLoreanState: Sendable, Equatable, Codable {
         try container.encode(status, forKey: .status)
     }
 }
+
+/// How the time circuits read out, for clients that render a DeLorean
+/// (seed 000: the date formatter and the "% MPH" speed label).
+extension DeLoreanState {
+    /// The seed's date format, `MMM dd yyyy hh:mm a`, upper-cased.
+    public static let displayFormat = "MMM dd yyyy hh:mm a"
+
+    /// A wire time as the time circuits show it, in UTC:
+    /// `1985-10-26T01:21:00Z` → `OCT 26 1985 01:21 AM`. Text that is not an
+    /// ISO 8601 time is returned unchanged, so a client never shows a blank
+    /// readout for a value it cannot parse.
+    public static func display(_ iso: String) -> String {
+        guard let date = ISOTime.parse(iso) else { return iso }
+        // A formatter per call: DateFormatter is not Sendable, and this is a
+        // client-side helper, not a hot path. en_US_POSIX pins the English
+        // month names and AM/PM whatever the machine's locale.
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.calendar = Calendar(identifier: .gregorian)
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = displayFormat
+        return formatter.string(from: date).uppercased()
+    }
+
+    /// A speed as the seed's label shows it: `88` → `88 MPH`.
+    public static func displaySpeed(_ mph: Int) -> String {
+        "\(mph) MPH"
+    }
+}

@@ -1,8 +1,13 @@
+import Foundation
+import OutaTimeProtocol
+
 /// One ship dispatched on a starport board (domain.md, `starport/<board>`).
 ///
-/// Field names follow the wire contract. Durations are whole seconds and
-/// distances whole kilometres, as the `_s` / `_km` suffixes promise; the
-/// actions (a later issue) decide the rounding of the Double computation.
+/// Field names follow the wire contract. Distances are whole kilometres (the
+/// line's gaps are), and `duration_s` is the quote's exact duration rounded
+/// up to a whole second, so that `arrives_at` − `departs_at` = `duration_s`
+/// exactly on the wire and a ship never shows as arrived early. The exact
+/// figures stay available from the read-only `quote` action.
 public struct Dispatch: Sendable, Equatable, Codable, Identifiable {
     /// Where the dispatch is in its life. Only the server moves it forward,
     /// at `departs_at` and `arrives_at`, or to `cancelled` on request.
@@ -25,15 +30,16 @@ public struct Dispatch: Sendable, Equatable, Codable, Identifiable {
     public var path: String
     /// Sum of the legs' distances.
     public var distanceKM: Int
-    /// Flight plus docking time.
+    /// Flight plus docking time, whole seconds rounded up.
     public var durationS: Int
-    /// Departure time (ISO 8601).
+    /// Departure time (ISO 8601, whole seconds).
     public var departsAt: String
     /// `departs_at` + duration (ISO 8601).
     public var arrivesAt: String
     /// Scheduled, in flight, arrived or cancelled.
     public var status: Status
-    /// Display name of the operator who dispatched it, if they gave one.
+    /// Display name of the operator who dispatched it; nil when the session
+    /// had no name.
     public var createdBy: String?
     /// Free text from the operator, if any.
     public var note: String?
@@ -81,5 +87,63 @@ public struct Dispatch: Sendable, Equatable, Codable, Identifiable {
         try container.encode(status, forKey: .status)
         try container.encode(createdBy, forKey: .createdBy)
         try container.encode(note, forKey: .note)
+    }
+}
+
+/// Making a dispatch from a quote, and its JSON form for events and
+/// snapshots (the same keys and nulls as the Codable form above).
+extension Dispatch {
+    /// Builds a scheduled dispatch from a quote. `departsAt` is cut to the
+    /// whole second (the wire has no fractions) before `arrives_at` is
+    /// computed, so `arrives_at` − `departs_at` = `duration_s` exactly.
+    public init(id: Int, quote: Starport.Quote, departsAt: Date, createdBy: String?, note: String?) {
+        let departure = Date(timeIntervalSince1970: departsAt.timeIntervalSince1970.rounded(.down))
+        let duration = quote.wholeDurationS
+        self.init(
+            id: id, model: quote.model, path: quote.path,
+            distanceKM: quote.distanceKM, durationS: duration,
+            departsAt: ISOTime.format(departure),
+            arrivesAt: ISOTime.format(departure.addingTimeInterval(TimeInterval(duration))),
+            status: .scheduled, createdBy: createdBy, note: note)
+    }
+
+    /// The dispatch as a JSON object, every domain.md key present (`null`
+    /// for a missing `created_by` or `note`).
+    public var json: JSONValue {
+        var fields: [String: JSONValue] = [
+            "id": .int(Int64(id)),
+            "model": .string(model),
+            "path": .string(path),
+            "distance_km": .int(Int64(distanceKM)),
+            "duration_s": .int(Int64(durationS)),
+            "departs_at": .string(departsAt),
+            "arrives_at": .string(arrivesAt),
+            "status": .string(status.rawValue),
+        ]
+        fields["created_by"] = createdBy.map(JSONValue.string) ?? .null
+        fields["note"] = note.map(JSONValue.string) ?? .null
+        return .object(fields)
+    }
+
+    /// Reads a dispatch from its JSON object (as written by ``json``); nil
+    /// when a required key is missing or has the wrong type.
+    public init?(json: JSONValue) {
+        guard case .object(let fields) = json,
+              case .int(let id)? = fields["id"], let id = Int(exactly: id),
+              case .string(let model)? = fields["model"],
+              case .string(let path)? = fields["path"],
+              case .int(let distance)? = fields["distance_km"], let distance = Int(exactly: distance),
+              case .int(let duration)? = fields["duration_s"], let duration = Int(exactly: duration),
+              case .string(let departsAt)? = fields["departs_at"],
+              case .string(let arrivesAt)? = fields["arrives_at"],
+              case .string(let statusText)? = fields["status"], let status = Status(rawValue: statusText)
+        else { return nil }
+        func optionalText(_ key: String) -> String? {
+            if case .string(let text)? = fields[key] { return text }
+            return nil
+        }
+        self.init(id: id, model: model, path: path, distanceKM: distance, durationS: duration,
+                  departsAt: departsAt, arrivesAt: arrivesAt, status: status,
+                  createdBy: optionalText("created_by"), note: optionalText("note"))
     }
 }

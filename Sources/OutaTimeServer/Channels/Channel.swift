@@ -11,6 +11,15 @@ final class Channel {
     /// wait in `creationWaiters` meanwhile.
     var isDurable: Bool
     var creationWaiters: [(ProtocolError?) -> Void] = []
+    /// Event batches submitted but not yet committed. While any is pending,
+    /// `state`/`seq` run ahead of storage, so snapshots wait (durable events
+    /// are shown only after their commit).
+    var uncommittedBatches = 0
+    var commitWaiters: [() -> Void] = []
+    /// Loop time (ms) the current tick series started at, and ticks done
+    /// since: tick k is due at `tickBase + k × interval` (no drift).
+    var tickBase: UInt64?
+    var ticksDone: UInt64 = 0
 
     init(name: ChannelName, seq: Int64, state: ChannelState, isDurable: Bool) {
         self.name = name

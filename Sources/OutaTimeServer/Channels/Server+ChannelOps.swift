@@ -16,19 +16,22 @@ extension Server {
             throw ProtocolError(.tooManySubscriptions,
                 "this connection already has \(config.maxSubscriptionsPerSession) subscriptions (the limit); unsubscribe from one first")
         }
-        try withDurableChannel(name, request: request, session: session) { [unowned self] channel in
-            if self.subscriptions.add(session, to: key) {
-                self.broadcastPresence(channel: key, joined: [session.watcher], left: [], except: session)
+        try withDurableChannel(name, request: request, session: session) { [unowned self] (channel: Channel) throws(ProtocolError) in
+            // Snapshots show committed state only: wait for pending events.
+            try self.whenCommitted(channel, session: session, request: request) { [unowned self] () throws(ProtocolError) in
+                if self.subscriptions.add(session, to: key) {
+                    self.broadcastPresence(channel: key, joined: [session.watcher], left: [], except: session)
+                }
+                guard let since, since < channel.seq else {
+                    // Nothing missed (since == seq) is a recovery with no events;
+                    // a `since` ahead of the channel means the store was reset.
+                    let recovered = since.map { $0 == channel.seq }
+                    session.reply(request.id, self.subscribeResult(channel, recovered: recovered,
+                                                                   events: recovered == true ? [] : nil))
+                    return
+                }
+                self.recover(channel, since: since, request: request, session: session)
             }
-            guard let since, since < channel.seq else {
-                // Nothing missed (since == seq) is a recovery with no events;
-                // a `since` ahead of the channel means the store was reset.
-                let recovered = since.map { $0 == channel.seq }
-                session.reply(request.id, self.subscribeResult(channel, recovered: recovered,
-                                                               events: recovered == true ? [] : nil))
-                return
-            }
-            self.recover(channel, since: since, request: request, session: session)
         }
     }
 
@@ -58,7 +61,7 @@ extension Server {
     private func subscribeResult(_ channel: Channel, recovered: Bool?, events: [HistoryEvent]?) -> SubscribeResult {
         SubscribeResult(channel: channel.key, kind: channel.name.kind, seq: channel.seq,
                         watchers: subscriptions.watchers(of: channel.key),
-                        state: recovered == true ? nil : channel.state.json(),
+                        state: recovered == true ? nil : channel.state.snapshot(at: clock.now),
                         recovered: recovered, events: events)
     }
 
@@ -69,15 +72,18 @@ extension Server {
             throw ProtocolError(.notSubscribed, "this connection is not subscribed to '\(key)'")
         }
         broadcastPresence(channel: key, joined: [], left: [session.watcher], except: nil)
+        release(session, from: key)
         session.reply(request.id, EmptyResult())
     }
 
     /// `get`: a snapshot without subscribing (creates the channel on first use).
     func get(_ request: Request, on session: Session) throws(ProtocolError) {
         let name = try request.channel()
-        try withDurableChannel(name, request: request, session: session) { channel in
-            session.reply(request.id, GetResult(channel: channel.key, kind: channel.name.kind,
-                                                seq: channel.seq, state: channel.state.json()))
+        try withDurableChannel(name, request: request, session: session) { [unowned self] (channel: Channel) throws(ProtocolError) in
+            try self.whenCommitted(channel, session: session, request: request) { [unowned self] () throws(ProtocolError) in
+                session.reply(request.id, GetResult(channel: channel.key, kind: channel.name.kind, seq: channel.seq,
+                                                    state: channel.state.snapshot(at: self.clock.now)))
+            }
         }
     }
 
@@ -133,14 +139,5 @@ extension Server {
         counters.messagesPublished += 1
         let delivered = broadcast(MessagePush(channel: key, from: session.watcher, data: data), to: key)
         session.reply(request.id, PublishResult(delivered: delivered))
-    }
-
-    /// `command`: the kinds' actions arrive with the next protocol revision.
-    func command(_ request: Request, on session: Session) throws(ProtocolError) {
-        let name = try request.channel()
-        let action = try request.string("action")
-        _ = try request.optionalObject("args")
-        throw ProtocolError(.unknownAction,
-            "channel kind '\(name.kind.rawValue)' has no action '\(action)' (this server does not run actions yet)")
     }
 }

@@ -48,6 +48,12 @@ final class Scheduler<Key: Hashable> {
     }
 
     private func fire() {
+        // A callback may drop the last reference to the scheduler (closing
+        // it from `onDue`): stay alive until this wake-up is done.
+        withExtendedLifetime(self) { fireDue() }
+    }
+
+    private func fireDue() {
         armedFor = nil
         // uv_now is cached per iteration; refresh so work done in callbacks
         // does not make later deadlines look due early or late.

@@ -27,8 +27,10 @@ extension Server {
         let stream = session.stream
         let finish = { [unowned self, unowned session] in
             stream.onDrained = nil
-            stream.shutdown { [unowned self, unowned session] _ in
-                if session.sawEOF { self.destroy(session, reason: reason) }
+            // The session may be destroyed (linger expired, peer reset)
+            // before the shutdown completes: hold it until then.
+            stream.shutdown { [unowned self, session] _ in
+                if session.sawEOF && session.state == .closing { self.destroy(session, reason: reason) }
             }
         }
         if stream.isDrained {
@@ -57,6 +59,7 @@ extension Server {
     func detach(_ session: Session) {
         for channel in subscriptions.removeAll(of: session).sorted() {
             broadcastPresence(channel: channel, joined: [], left: [session.watcher], except: nil)
+            release(session, from: channel)
         }
     }
 

@@ -1,0 +1,80 @@
+import Foundation
+import OutaTimeProtocol
+
+/// The server-side moments of a board (domain.md): a dispatch goes
+/// `scheduled` → `in_flight` at `departs_at` and → `arrived` at `arrives_at`.
+/// The server's scheduler asks for the next moment, waits, then calls
+/// ``advance(to:)``; after a restart it calls `advance` once with the current
+/// time, which catches up on everything that fell due while it was down.
+extension StarportState {
+    /// The earliest moment a status will change by itself: the `departs_at`
+    /// of a scheduled dispatch or the `arrives_at` of one in flight. Nil when
+    /// nothing is pending. May lie in the past (the server was down, or
+    /// `departs_at` was given in the past): `advance` at once then.
+    public func nextStatusChange() -> Date? {
+        dispatches.compactMap { $0.pendingChanges.first?.at }.min()
+    }
+
+    /// Every status change due by `now` (moment ≤ now), in time order, as
+    /// `status_changed` events already applied to the board. A dispatch
+    /// whose departure and arrival both passed yields `in_flight` then
+    /// `arrived`. Equal moments are ordered by id, then departure before
+    /// arrival, so replays produce the same sequence.
+    public mutating func advance(to now: Date) -> [DomainEvent] {
+        let due = dispatches
+            .flatMap(\.pendingChanges)
+            .filter { $0.at <= now }
+            .sorted { first, second in
+                if first.at != second.at { return first.at < second.at }
+                if first.id != second.id { return first.id < second.id }
+                return first.status == .inFlight && second.status == .arrived
+            }
+        let events = due.map(Self.statusChanged)
+        for event in events {
+            apply(event, at: now)
+        }
+        return events
+    }
+}
+
+/// A dispatch's two moments. Times are stored as wire text (whole seconds),
+/// so the dates are parsed from it: what a client sees is exactly what the
+/// schedule runs on.
+extension Dispatch {
+    /// A moment at which a dispatch's status moves forward by itself.
+    public struct StatusChange: Sendable, Equatable {
+        /// The dispatch.
+        public var id: Int
+        /// The status it takes: `in_flight` or `arrived`.
+        public var status: Status
+        /// When (`departs_at` or `arrives_at`).
+        public var at: Date
+    }
+
+    /// `departs_at` as a date; nil only for text this server did not write.
+    public var departureDate: Date? { ISOTime.parse(departsAt) }
+
+    /// `arrives_at` as a date; nil only for text this server did not write.
+    public var arrivalDate: Date? { ISOTime.parse(arrivesAt) }
+
+    /// The status changes still ahead of this dispatch, in time order:
+    /// departure then arrival for a scheduled one, arrival for one in flight,
+    /// none once arrived or cancelled.
+    public var pendingChanges: [StatusChange] {
+        var changes: [StatusChange] = []
+        if status == .scheduled, let departure = departureDate {
+            changes.append(StatusChange(id: id, status: .inFlight, at: departure))
+        }
+        if status == .scheduled || status == .inFlight, let arrival = arrivalDate {
+            changes.append(StatusChange(id: id, status: .arrived, at: arrival))
+        }
+        return changes
+    }
+
+    /// The status this dispatch has at `now` once every change due by then
+    /// is applied. Lets `cancel` refuse a ship that has landed even if the
+    /// scheduler has not yet emitted its `arrived`.
+    public func status(at now: Date) -> Status {
+        pendingChanges.last(where: { $0.at <= now })?.status ?? status
+    }
+}

@@ -1,0 +1,124 @@
+import Foundation
+import OutaTimeDomain
+import OutaTimeProtocol
+import OutaTimeStore
+
+extension Server {
+    /// `command`: runs a kind's action on the channel. Read-only actions
+    /// reply at once; state-changing ones commit their events (group commit),
+    /// broadcast them, and only then reply, so the issuer sees its `event`
+    /// before its `reply`.
+    func command(_ request: Request, on session: Session) throws(ProtocolError) {
+        let name = try request.channel()
+        let action = try request.string("action")
+        let args = ActionArgs(try request.optionalObject("args") ?? [:])
+        guard let access = ChannelState.access(kind: name.kind, action: action) else {
+            throw ChannelState.unknownAction(action, kind: name.kind)
+        }
+        if access == .mutating && session.role < .operate {
+            throw ProtocolError(.forbidden,
+                "action '\(action)' changes the channel and needs role operate; this connection has role \(session.role.rawValue)")
+        }
+        if name.kind == .timers && (action == "start" || action == "stop"),
+           !subscriptions.isSubscribed(session, to: name.description) {
+            throw ProtocolError(.notSubscribed,
+                "'\(action)' makes this connection a viewer of a timer: subscribe to '\(name)' first")
+        }
+        try withDurableChannel(name, request: request, session: session) { [unowned self] (channel: Channel) throws(ProtocolError) in
+            let context = ActionContext(now: self.clock.now, session: session.id, actor: session.watcher.name)
+            let outcome = try channel.state.perform(action, args, context)
+            guard !outcome.events.isEmpty else {
+                self.clockChanged(channel)
+                session.reply(request.id, outcome.result)
+                return
+            }
+            self.block(session)
+            self.commit(outcome.events, on: channel, at: context.now) { [unowned self] failure in
+                self.finishWait(session) { () throws(ProtocolError) in
+                    if let failure { throw failure }
+                    session.reply(request.id, outcome.result)
+                } onError: { error in
+                    session.fail(request.id, error)
+                }
+            }
+        }
+    }
+
+    /// Numbers `events` on `channel` (seq + 1 each), stores them with the
+    /// channel's new state in one write, and after the commit broadcasts them,
+    /// re-plans the channel's clock and calls `then`. The state was already
+    /// changed by the caller. Clocks start only after the commit, so no tick
+    /// of a trip precedes the event that started it.
+    func commit(_ events: [DomainEvent], on channel: Channel, at time: Date,
+                then: ((ProtocolError?) -> Void)? = nil) {
+        let key = channel.key
+        let at = ISOTime.format(time)
+        var records: [EventRecord] = []
+        var pushes: [EventPush] = []
+        for event in events {
+            channel.seq += 1
+            records.append(EventRecord(channel: key, seq: channel.seq, event: event.name,
+                                       data: jsonText(event.data), at: at))
+            pushes.append(EventPush(channel: key, seq: channel.seq, event: event.name, data: event.data, at: at))
+        }
+        channel.uncommittedBatches += 1
+        let write = StoreWrite.appendEvents(channel: key, seq: channel.seq,
+                                            state: channel.state.storedText(at: time), events: records)
+        submit([write]) { [unowned self] error in
+            channel.uncommittedBatches -= 1
+            if let error {
+                self.reload(channel)
+                then?(ProtocolError(.internal, "could not store the events of '\(key)': \(error)"))
+            } else {
+                self.counters.eventsCommitted += records.count
+                for push in pushes { self.broadcast(push, to: key) }
+                self.clockChanged(channel)
+                then?(nil)
+            }
+            if channel.uncommittedBatches == 0 {
+                let waiters = channel.commitWaiters
+                channel.commitWaiters = []
+                for waiter in waiters { waiter() }
+            }
+        }
+    }
+
+    /// Runs `body` once the channel has no uncommitted events (at once if it
+    /// has none), blocking `session` meanwhile.
+    func whenCommitted(_ channel: Channel, session: Session, request: Request,
+                       _ body: @escaping () throws(ProtocolError) -> Void) throws(ProtocolError) {
+        guard channel.uncommittedBatches > 0 else {
+            try body()
+            return
+        }
+        block(session)
+        channel.commitWaiters.append { [unowned self] in
+            self.finishWait(session, body) { error in session.fail(request.id, error) }
+        }
+    }
+
+    /// After a failed commit memory is ahead of storage: take the stored
+    /// state and seq back (later batches of this channel fail the seq check
+    /// and land here too).
+    func reload(_ channel: Channel) {
+        do {
+            if let record = try store.channel(named: channel.key) {
+                channel.state = try ChannelState(kind: channel.name.kind, jsonText: record.state)
+                channel.seq = record.seq
+            }
+        } catch {
+            logger.error("reloading a channel failed", metadata: ["channel": "\(channel.key)", "error": "\(error)"])
+        }
+        clockChanged(channel)
+    }
+
+    /// System events (releases, clocks, restarts) with no request waiting.
+    func commitSystemEvents(_ events: [DomainEvent], on channel: Channel) {
+        guard !events.isEmpty else { return }
+        commit(events, on: channel, at: clock.now)
+    }
+
+    func jsonText(_ value: JSONValue) -> String {
+        (try? String(decoding: encoder.body(value), as: UTF8.self)) ?? "null"
+    }
+}

@@ -1,0 +1,164 @@
+import Foundation
+import OutaTimeProtocol
+import Testing
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The restart rules, with the real executable killed and started again on
+/// the same database: nothing acknowledged is lost, an acceleration is
+/// aborted, a stopwatch keeps running, a countdown comes back stopped.
+@Suite("restarts", .timeLimit(.minutes(2)))
+struct RestartTests {
+    /// A connection to `port` that has said `hello`.
+    static func ready(_ port: Int) throws -> TestClient {
+        let client = try TestClient(port: port)
+        try client.hello(name: "Doc")
+        return client
+    }
+
+    /// Sends SIGTERM and expects a clean exit.
+    static func stop(_ server: ServerProcess, sourceLocation: SourceLocation = #_sourceLocation) {
+        server.send(signal: SIGTERM)
+        #expect(server.waitForExit() == 0, "stderr: \(server.stderrText)", sourceLocation: sourceLocation)
+    }
+
+    @Test("SIGKILL right after 20 acknowledged commands loses none of them")
+    func acknowledgedSurvivesSIGKILL() throws {
+        let folder = try TemporaryFolder()
+        let database = folder.path("outatime.sqlite")
+        let channel = "timers/durable"
+        let (first, port) = try startServerProcess(databasePath: database)
+        let clients = try (0..<4).map { _ in try Self.ready(port) }
+        try clients[0].call("get", ["channel": channel])
+        // 4 connections × 5 pipelined commands, so that commits can group.
+        for (n, client) in clients.enumerated() {
+            for i in 0..<5 {
+                try client.sendFrame(["type": "command", "id": 100 + i, "channel": channel, "action": "add",
+                                      "args": ["event": "timer \(n)-\(i)", "remaining_s": 100]])
+            }
+        }
+        for client in clients {
+            for i in 0..<5 {
+                let reply = try client.readReply(id: 100 + i)
+                #expect(reply.isOK, "\(describe([reply]))")
+            }
+        }
+        killHard(first)
+
+        let (second, port2) = try startServerProcess(databasePath: database)
+        let client = try Self.ready(port2)
+        let result = try client.call("get", ["channel": channel])
+        #expect(result[int: "seq"] == 20, "\(describe([result]))")
+        let names = Set((result[object: "state"]?[objects: "timers"] ?? []).compactMap { $0["event"] as? String })
+        let expected = Set((0..<4).flatMap { n in (0..<5).map { "timer \(n)-\($0)" } })
+        #expect(names == expected, "missing: \(expected.subtracting(names).sorted())")
+        let history = try client.history(channel)
+        #expect(history.count == 20)
+        #expect(history.allSatisfy { $0["event"] as? String == "timer_added" })
+        #expect(history.map { $0[int: "seq"] ?? -1 } == Array(1...20))
+        Self.stop(second)
+    }
+
+    @Test("a DeLorean accelerating when killed comes back parked at 0 with acceleration_aborted")
+    func accelerationAborted() throws {
+        let folder = try TemporaryFolder()
+        let database = folder.path("outatime.sqlite")
+        let channel = "delorean/restart"
+        let destination = "2015-10-21T16:29:00Z"
+        let (first, port) = try startServerProcess(databasePath: database, ["--delorean-tick-ms", "100"])
+        let client = try Self.ready(port)
+        let present = try #require(try client.subscribe(channel)[object: "state"]?["present_time"] as? String)
+        try client.perform(channel, "set_destination", ["time": destination])
+        try client.perform(channel, "travel")
+        _ = try client.awaitTick(on: channel, timeout: 3) { $0[int: "speed_mph"] ?? 0 >= 3 }
+        killHard(first)
+
+        let (second, port2) = try startServerProcess(databasePath: database, ["--delorean-tick-ms", "100"])
+        let after = try Self.ready(port2)
+        let state = try after.state(channel)
+        #expect(state["status"] as? String == "parked", "\(describe([state]))")
+        #expect(state[int: "speed_mph"] == 0)
+        #expect(state["destination_time"] as? String == destination)
+        #expect(state["present_time"] as? String == present, "no time travel happened")
+        let history = try after.history(channel)
+        #expect(history.map { $0["event"] as? String ?? "?" } == ["destination_set", "acceleration_started", "acceleration_aborted"],
+                "\(describe(history))")
+        #expect(history.last?[object: "data"]?["reason"] as? String == "server_restart")
+
+        try after.subscribe(channel)
+        let quiet = try after.drain(for: 0.5)
+        #expect(!quiet.contains { $0.isTick(on: channel) }, "ticks after the restart: \(describe(quiet))")
+        #expect(try after.perform(channel, "travel")["status"] as? String == "accelerating", "it can travel again")
+        Self.stop(second)
+    }
+
+    @Test("a running lap session keeps running across a restart", arguments: [SIGTERM, SIGKILL])
+    func lapsKeepRunning(signal: Int32) throws {
+        let folder = try TemporaryFolder()
+        let database = folder.path("outatime.sqlite")
+        let channel = "laps/restart"
+        let (first, port) = try startServerProcess(databasePath: database, ["--lap-tick-ms", "20"])
+        let client = try Self.ready(port)
+        try client.subscribe(channel)
+        try client.perform(channel, "start")
+        _ = try client.awaitTick(on: channel, timeout: 3) { $0[int: "total_elapsed_ms"] ?? 0 >= 200 }
+        let before = try client.state(channel)
+        let totalBefore = try #require(before[int: "total_elapsed_ms"])
+        if signal == SIGKILL {
+            killHard(first)
+        } else {
+            Self.stop(first)
+        }
+
+        let (second, port2) = try startServerProcess(databasePath: database, ["--lap-tick-ms", "20"])
+        let after = try Self.ready(port2)
+        let state = try after.state(channel)
+        #expect(state["status"] as? String == "running", "\(describe([state]))")
+        #expect((state[int: "total_elapsed_ms"] ?? -1) >= totalBefore, "\(totalBefore) before, \(describe([state])) after")
+        #expect(state["running_since"] as? String == before["running_since"] as? String)
+        try after.subscribe(channel)
+        let tick = try after.awaitTick(on: channel, timeout: 2)
+        #expect((tick.data?[int: "total_elapsed_ms"] ?? -1) >= totalBefore, "ticks resume: \(describe([tick]))")
+        #expect(try after.history(channel).map { $0["event"] as? String ?? "?" } == ["started"])
+        Self.stop(second)
+    }
+
+    @Test("a running 60 s timer comes back stopped, having lost at most 5 s")
+    func timerComesBackStopped() throws {
+        let folder = try TemporaryFolder()
+        let database = folder.path("outatime.sqlite")
+        let channel = "timers/restart"
+        let (first, port) = try startServerProcess(databasePath: database)
+        let client = try Self.ready(port)
+        try client.subscribe(channel)
+        try client.perform(channel, "add", ["event": "Clock tower", "location": "Courthouse Square", "remaining_s": 60])
+        let id = try #require(client.awaitEvent("timer_added", on: channel).data?[object: "timer"]?[int: "id"])
+        try client.perform(channel, "start", ["id": id])
+        // About 6 s of countdown: past the first checkpoint (at most 5 s in).
+        _ = try client.awaitTick(on: channel, timeout: 10) { data in
+            (data[objects: "timers"] ?? []).contains { $0[int: "id"] == id && ($0[int: "remaining_s"] ?? 99) <= 54 }
+        }
+        usleep(500_000)
+        let running = try #require(try client.state(channel)[objects: "timers"]?.first { $0[int: "id"] == id })
+        #expect(running["status"] as? String == "running")
+        let remainingAtKill = try #require(running[int: "remaining_s"])
+        killHard(first)
+
+        let (second, port2) = try startServerProcess(databasePath: database)
+        let after = try Self.ready(port2)
+        let timer = try #require(try after.state(channel)[objects: "timers"]?.first { $0[int: "id"] == id })
+        #expect(timer["status"] as? String == "stopped", "\(describe([timer]))")
+        #expect(timer[int: "viewers"] == 0)
+        let remaining = try #require(timer[int: "remaining_s"])
+        #expect(remaining >= remainingAtKill - 5, "remaining \(remaining) after restart, \(remainingAtKill) at the kill")
+        #expect(abs(remaining - remainingAtKill) <= 5, "at most 5 s lost: \(remainingAtKill) → \(remaining)")
+        let last = try #require(try after.history(channel).last)
+        #expect(last["event"] as? String == "timer_stopped", "\(describe([last]))")
+        #expect(last[object: "data"]?[int: "id"] == id)
+        #expect(last[object: "data"]?[int: "remaining_s"] == remaining)
+        Self.stop(second)
+    }
+}
