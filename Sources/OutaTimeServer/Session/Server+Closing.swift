@@ -25,7 +25,7 @@ extension Server {
         session.closeDeadline = loop.now + UInt64(config.lingerMs)
         if !session.sawEOF { try? session.stream.resumeReading() }  // to notice the peer's EOF
         let stream = session.stream
-        let finish = { [unowned self, unowned session] in
+        let finish = { [unowned self, session] in  // cleared on drain or close: no lasting cycle
             stream.onDrained = nil
             // The session may be destroyed (linger expired, peer reset)
             // before the shutdown completes: hold it until then.

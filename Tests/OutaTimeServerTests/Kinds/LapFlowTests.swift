@@ -2,6 +2,11 @@ import Foundation
 import OutaTimeProtocol
 import OutaTimeServer
 import Testing
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// `laps/<session>` over TCP: start/lap/stop/reset rules, ticks, times that
 /// continue after a stop, and the lap statistics (domain.md, "laps/<session>").
@@ -117,6 +122,23 @@ struct LapFlowTests {
             for key in ["average_lap_ms", "best_lap_ms", "worst_lap_ms", "running_since"] {
                 #expect(zero[key] is NSNull, "\(key) after reset: \(describe([zero]))")
             }
+        }
+    }
+
+    @Test("watchers closing without reading while 1 ms ticks flow do not bring the server down")
+    func closeWhileTicking() throws {
+        try withTestServer({ $0.lapTickMs = 1 }) { server in
+            let owner = try server.connectReady()
+            try owner.subscribe(Self.channel)
+            try owner.perform(Self.channel, "start")
+            for round in 0..<100 {
+                let client = try server.connectReady()
+                try client.subscribe(Self.channel)
+                usleep(UInt32(1_000 * (round % 5)))
+                if round.isMultiple(of: 2) { client.closeAbruptly() } else { client.closeCleanly() }
+            }
+            #expect(try owner.request("ping").isOK)
+            #expect(try owner.state(Self.channel)["status"] as? String == "running")
         }
     }
 

@@ -116,6 +116,51 @@ struct SequenceTests {
         }
     }
 
+    @Test("beyond the history limit: history starts after the pruned events, since behind them gives a state")
+    func prunedHistory() throws {
+        try withTestServer { server in  // --history-limit 1000, the minimum
+            let channel = "delorean/pruned"
+            let clients = try (0..<4).map { _ in try server.connectReady() }
+            try clients[0].call("get", ["channel": channel])
+            let perClient = 251
+            let total = perClient * clients.count
+            // Pipelined on four connections, so that commits can group.
+            for (n, client) in clients.enumerated() {
+                for i in 0..<perClient {
+                    let day = Date(timeIntervalSince1970: Double(n * perClient + i) * 86_400)
+                    try client.sendFrame(["type": "command", "id": 1_000 + i, "channel": channel,
+                                          "action": "set_destination", "args": ["time": ISOTime.format(day)]])
+                }
+            }
+            var failed: [String] = []
+            for client in clients {
+                for i in 0..<perClient {
+                    let reply = try client.readReply(id: 1_000 + i, timeout: 30)
+                    if !reply.isOK { failed.append(describe([reply])) }
+                }
+            }
+            #expect(failed.isEmpty, "\(failed.count) failed: \(failed.prefix(3))")
+            #expect(try clients[0].call("get", ["channel": channel])[int: "seq"] == total)
+
+            let history = try clients[0].history(channel, after: 0, limit: 1000)
+            #expect(history.count == 1000)
+            #expect(history.first?[int: "seq"] == total - 999, "the oldest retained event")
+            #expect(history.last?[int: "seq"] == total)
+
+            let late = try server.connectReady()
+            let edge = try late.subscribe(channel, since: total - 1000)
+            #expect(edge["recovered"] as? Bool == true, "every event after \(total - 1000) is retained")
+            let recovered = edge[objects: "events"] ?? []
+            #expect(recovered.count == 1000 && recovered.first?[int: "seq"] == total - 999)
+            for since in [total - 1001, 1, 0] {
+                let behind = try late.subscribe(channel, since: since)
+                #expect(behind["recovered"] as? Bool == false, "since \(since): \(describe([behind]))")
+                #expect(behind[object: "state"]?["status"] as? String == "parked")
+                #expect(behind["events"] == nil)
+            }
+        }
+    }
+
     @Test("events of different channels number independently")
     func seqPerChannel() throws {
         try withTestServer { server in
