@@ -110,22 +110,29 @@ extension Server {
         let after = try request.optionalInt("after", in: 0...Self.maxSeq) ?? 0
         let limit = try request.optionalInt("limit", in: 1...1000) ?? 100
         let key = name.description
-        guard let channel = channels[key], channel.isDurable, after < channel.seq else {
+        guard let channel = channels[key], channel.isDurable else {
             // An unknown channel has no events (and is not created by reading).
-            session.reply(request.id, HistoryResult(channel: key, seq: channels[key]?.seq ?? 0, events: []))
+            session.reply(request.id, HistoryResult(channel: key, seq: 0, events: []))
             return
         }
-        block(session)
-        readHistory(channel: key, after: after, limit: Int(limit)) { [unowned self] result in
-            self.finishWait(session) { () throws(ProtocolError) in
-                switch result {
-                case .success(let events):
-                    session.reply(request.id, HistoryResult(channel: key, seq: channel.seq, events: events))
-                case .failure(let failure):
-                    throw ProtocolError(.internal, "could not read the history of '\(key)': \(failure.message)")
+        // Like snapshots, history shows committed events only.
+        try whenCommitted(channel, session: session, request: request) { [unowned self] () throws(ProtocolError) in
+            guard after < channel.seq else {
+                session.reply(request.id, HistoryResult(channel: key, seq: channel.seq, events: []))
+                return
+            }
+            self.block(session)
+            self.readHistory(channel: key, after: after, limit: Int(limit)) { [unowned self] result in
+                self.finishWait(session) { () throws(ProtocolError) in
+                    switch result {
+                    case .success(let events):
+                        session.reply(request.id, HistoryResult(channel: key, seq: channel.seq, events: events))
+                    case .failure(let failure):
+                        throw ProtocolError(.internal, "could not read the history of '\(key)': \(failure.message)")
+                    }
+                } onError: { error in
+                    session.fail(request.id, error)
                 }
-            } onError: { error in
-                session.fail(request.id, error)
             }
         }
     }
