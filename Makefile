@@ -24,11 +24,11 @@ SERVER_BIN := .build/debug/outatime-server
 
 .DEFAULT_GOAL := help
 
-.PHONY: help deps build run test release clean
+.PHONY: help deps build run test test-python release clean
 
 help: ## List the targets
 	@echo "OutaTime — make targets:"
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 	@echo
 	@echo "Variables: SWIFT=$(SWIFT) HOST=$(HOST) PORT=$(PORT) DB=$(DB)"
 	@echo "           ARGS='extra server flags', e.g. make run ARGS='--log-level debug'"
@@ -62,6 +62,10 @@ run: build ## Start the server on 127.0.0.1:1985, database ./data/outatime.sqlit
 test: deps ## Build and run every test
 	$(SWIFT) build --build-tests
 	$(SWIFT) test $(TEST_ARGS)
+	$(MAKE) test-python
+
+test-python: build ## Run the Python client's tests against the server
+	python3 -m unittest discover -s clients/python/tests -v
 
 release: deps ## Build an optimised server (.build/release/outatime-server)
 	$(SWIFT) build -c release

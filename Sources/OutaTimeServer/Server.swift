@@ -200,6 +200,12 @@ final class Server {
         flusher?.close()
         sweeper?.close()
         scheduler?.close()
+        if !signals.isEmpty {
+            // Already stopping: a second Ctrl-C or SIGTERM must not kill the
+            // process once the watchers are gone (exit 0 stays exit 0).
+            Signal.ignore(SIGINT)
+            Signal.ignore(SIGTERM)
+        }
         for signal in signals { signal.close() }
         signals = []
         inbox.close()

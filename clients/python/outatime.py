@@ -1,0 +1,591 @@
+"""A small, synchronous Python client for the OutaTime wire protocol, version 1.
+
+Written from ``protocol/PROTOCOL.md`` alone, with the Python 3.11 standard
+library only. One :class:`Client` is one TCP connection to ``outatime-server``:
+
+    from outatime import Client, OutaTimeError
+
+    with Client(name="Marty") as c:                 # connect + hello
+        c.subscribe("delorean/main")                # snapshot -> c.channels[...]
+        c.command("delorean/main", "set_destination", time="1985-10-26T01:21:00Z")
+        c.command("delorean/main", "travel")
+        while True:
+            push = c.next_push(timeout=5.0)         # event / tick / message / ...
+            if push["type"] == "event" and push["event"] == "time_travel":
+                break
+
+Framing (section 1): every frame is a 4-byte unsigned big-endian length ``N``
+followed by ``N`` bytes of UTF-8 JSON encoding one object. Frames from the
+server are accepted up to 16 MiB; anything longer is a protocol error.
+
+The client is single-threaded and not thread-safe: frames are only read while
+a method of the client runs. Replies are matched to requests by ``id``; pushes
+that arrive while waiting for a reply are queued (and applied to the
+:class:`Channel` trackers at once) and handed out by :meth:`Client.next_push`.
+While the client waits for frames it sends a bare ``{"type": "ping"}``
+heartbeat whenever half of the server's ``heartbeat_ms`` has passed since the
+last frame it sent (section 3), so a client that keeps calling
+:meth:`Client.next_push` is never closed for idleness.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import socket
+import struct
+import time
+from dataclasses import dataclass, field
+from typing import Any, Deque, Dict, Iterator, Optional, Union
+
+__all__ = [
+    "Client",
+    "Channel",
+    "OutaTimeError",
+    "ProtocolError",
+    "ConnectionClosed",
+    "OutaTimeTimeout",
+    "PROTOCOL_VERSION",
+    "MAX_SERVER_FRAME",
+    "DEFAULT_PORT",
+]
+
+PROTOCOL_VERSION = 1
+"""The protocol version this module speaks (``hello``'s ``protocol``)."""
+
+DEFAULT_PORT = 1985
+"""The server's default TCP port."""
+
+MAX_SERVER_FRAME = 16 * 1024 * 1024
+"""The longest frame body accepted from the server: 16 MiB (section 1)."""
+
+CLIENT_NAME = "outatime-python/0.1"
+"""Sent as ``hello``'s ``client`` field."""
+
+PUSH_TYPES = frozenset({"event", "tick", "message", "presence", "error", "bye"})
+"""Push types defined by protocol v1. Others are queued too (and otherwise
+ignored), since later revisions may add types."""
+
+_LENGTH = struct.Struct(">I")
+
+JSON = Any
+"""Any JSON value as decoded by :mod:`json`."""
+
+
+# --------------------------------------------------------------------------
+# Exceptions
+# --------------------------------------------------------------------------
+
+
+class OutaTimeError(Exception):
+    """An error answered by the server, or found by this client.
+
+    ``code`` is the stable snake_case code from the server's ``error.code``
+    (section 10), or one of this module's own codes (``protocol_error``,
+    ``connection_closed``, ``timeout``, ...). ``message`` is for people; its
+    wording may change, so programs should match on ``code``.
+    """
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code: str = code
+        self.message: str = message
+
+
+class ProtocolError(OutaTimeError):
+    """The server sent something this client cannot parse (a bad length, a
+    body that is not a JSON object, a frame without a string ``type``). The
+    connection is closed when this is raised."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("protocol_error", message)
+
+
+class ConnectionClosed(OutaTimeError):
+    """The connection is gone. ``code`` is the ``bye`` reason when the server
+    said goodbye (``server_shutdown``, ``idle_timeout``, ``unauthorized``, ...),
+    else ``connection_closed``."""
+
+    def __init__(self, code: str = "connection_closed", message: str = "the connection is closed") -> None:
+        super().__init__(code, message)
+
+    @property
+    def reason(self) -> str:
+        """The ``bye`` reason, or ``connection_closed``."""
+        return self.code
+
+
+class OutaTimeTimeout(OutaTimeError, TimeoutError):
+    """A bounded wait ran out (also catchable as the built-in ``TimeoutError``)."""
+
+    def __init__(self, message: str) -> None:
+        OutaTimeError.__init__(self, "timeout", message)
+
+
+# --------------------------------------------------------------------------
+# Channel tracking
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class Channel:
+    """What the client knows about one subscribed channel.
+
+    The tracker keeps the channel's last full snapshot (:attr:`state`, the
+    state at :attr:`snapshot_seq`) and every durable event received after it
+    (:attr:`events`, in seq order). It does not interpret the kinds' events:
+    applying ``events`` in order to ``state`` gives the state at :attr:`seq`
+    (section 7). :attr:`seq` is the last seq seen, which :meth:`Client.recover`
+    sends as ``since``.
+
+    Events with a seq not above :attr:`seq` are dropped (already known). An
+    event whose seq jumps past ``seq + 1`` is still recorded but sets
+    :attr:`gap` -- events were missed; call :meth:`Client.recover`.
+    """
+
+    name: str
+    kind: str
+    seq: int = 0
+    snapshot_seq: int = 0
+    state: Optional[Dict[str, JSON]] = None
+    events: list[Dict[str, JSON]] = field(default_factory=lambda: [])
+    watchers: list[Dict[str, JSON]] = field(default_factory=lambda: [])
+    last_tick: Optional[JSON] = None
+    gap: bool = False
+    subscribed: bool = False
+
+    def apply_subscribe_result(self, result: Dict[str, JSON]) -> None:
+        """Take in a ``subscribe`` result in any of its three shapes (6.3)."""
+        self.kind = str(result.get("kind", self.kind))
+        self.watchers = list(result.get("watchers") or [])
+        self.subscribed = True
+        seq = int(result["seq"])
+        if result.get("recovered") is True:
+            # The events since our seq replace a snapshot: keep ours, append.
+            for ev in result.get("events") or []:
+                self._add_event(ev)
+            self.seq = seq
+            self.gap = False
+        else:
+            self.state = result.get("state")
+            self.snapshot_seq = seq
+            self.seq = seq
+            self.events = []
+            self.gap = False
+
+    def apply_event(self, push: Dict[str, JSON]) -> bool:
+        """Record an ``event`` push; return False when it was already known."""
+        return self._add_event(push)
+
+    def _add_event(self, ev: Dict[str, JSON]) -> bool:
+        seq = int(ev["seq"])
+        if seq <= self.seq:
+            return False
+        if seq > self.seq + 1:
+            self.gap = True
+        entry = {k: ev.get(k) for k in ("seq", "event", "data", "at")}
+        self.events.append(entry)
+        self.seq = seq
+        return True
+
+    def apply_presence(self, push: Dict[str, JSON]) -> None:
+        """Update :attr:`watchers` from a ``presence`` push."""
+        left = {w.get("session") for w in push.get("left") or []}
+        kept = [w for w in self.watchers if w.get("session") not in left]
+        known = {w.get("session") for w in kept}
+        for w in push.get("joined") or []:
+            if w.get("session") not in known:
+                kept.append(w)
+                known.add(w.get("session"))
+        self.watchers = kept
+
+
+# --------------------------------------------------------------------------
+# The client
+# --------------------------------------------------------------------------
+
+
+RequestId = Union[int, str]
+
+
+class Client:
+    """One connection to an OutaTime server.
+
+    ``timeout`` bounds every wait for the server (connecting, each reply); a
+    method that runs out raises :class:`OutaTimeTimeout`. ``name`` is the
+    display name others see; ``token`` is needed when the server has a tokens
+    file (section 4).
+
+    After :meth:`close` (or a ``bye``), :meth:`connect` may be called again on
+    the same object: :attr:`channels` is kept, so :meth:`recover` can ask for
+    only the events missed meanwhile (section 9).
+    """
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = DEFAULT_PORT,
+        name: Optional[str] = None,
+        token: Optional[str] = None,
+        timeout: float = 5.0,
+    ) -> None:
+        self.host: str = host
+        self.port: int = port
+        self.name: Optional[str] = name
+        self.token: Optional[str] = token
+        self.timeout: float = timeout
+        self.hello: Dict[str, JSON] = {}
+        """The last ``hello`` result (server, protocol, session, heartbeat_ms, max_frame, role)."""
+        self.channels: Dict[str, Channel] = {}
+        """Trackers of the channels subscribed through this client, by name."""
+        self.bye_reason: Optional[str] = None
+        """The reason of the last ``bye`` received, if any."""
+        self._sock: Optional[socket.socket] = None
+        self._buf = bytearray()
+        self._pushes: Deque[Dict[str, JSON]] = collections.deque()
+        self._replies: Dict[Any, Dict[str, JSON]] = {}
+        self._next_id = 1
+        self._last_sent = 0.0
+
+    # ---- lifecycle -------------------------------------------------------
+
+    def connect(self) -> Dict[str, JSON]:
+        """Open the TCP connection and say ``hello``; return the hello result.
+
+        Raises :class:`OutaTimeError` with the server's code when ``hello`` is
+        refused (``unauthorized``, ``unsupported_protocol``,
+        ``invalid_request``); the connection is then closed.
+        """
+        if self._sock is not None:
+            raise OutaTimeError("already_connected", "this client is already connected; close() it first")
+        self._buf.clear()
+        self._pushes.clear()
+        self._replies.clear()
+        self.bye_reason = None
+        self.hello = {}
+        for ch in self.channels.values():
+            ch.subscribed = False
+        try:
+            sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
+        except socket.timeout as exc:
+            raise OutaTimeTimeout(f"connecting to {self.host}:{self.port} took longer than {self.timeout} s") from exc
+        except OSError as exc:
+            raise ConnectionClosed("connect_failed", f"cannot connect to {self.host}:{self.port}: {exc}") from exc
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._sock = sock
+        fields: Dict[str, JSON] = {"protocol": PROTOCOL_VERSION, "client": CLIENT_NAME}
+        if self.name is not None:
+            fields["name"] = self.name
+        if self.token is not None:
+            fields["token"] = self.token
+        try:
+            self.hello = self.request("hello", **fields)
+        except OutaTimeError:
+            self.close()
+            raise
+        return self.hello
+
+    def close(self) -> None:
+        """Close the connection (idempotent). Queued pushes stay readable."""
+        sock, self._sock = self._sock, None
+        if sock is None:
+            return
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        sock.close()
+        for ch in self.channels.values():
+            ch.subscribed = False
+
+    @property
+    def connected(self) -> bool:
+        """True while the connection is open."""
+        return self._sock is not None
+
+    @property
+    def session(self) -> Optional[str]:
+        """This connection's session id from ``hello``."""
+        s = self.hello.get("session")
+        return s if isinstance(s, str) else None
+
+    def __enter__(self) -> "Client":
+        if self._sock is None:
+            self.connect()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # ---- requests --------------------------------------------------------
+
+    def request(self, type: str, **fields: JSON) -> Dict[str, JSON]:
+        """Send a request with a fresh ``id`` and wait for its reply.
+
+        Returns the reply's ``result``; raises :class:`OutaTimeError` (with
+        the server's ``code`` and ``message``) when the reply has ``ok:
+        false``. Pushes received meanwhile are queued for :meth:`next_push`.
+        Fields are sent as given (``None`` becomes JSON ``null``, which the
+        server treats as absent, except for ``publish``'s ``data``).
+        """
+        rid = self._next_id
+        self._next_id += 1
+        body: Dict[str, JSON] = {"type": type, "id": rid}
+        body.update(fields)
+        self.send(body)
+        reply = self._wait_reply(rid, time.monotonic() + self.timeout, type)
+        if reply.get("ok") is True:
+            result = reply.get("result")
+            return result if isinstance(result, dict) else {}
+        err = reply.get("error")
+        if not isinstance(err, dict):
+            raise ProtocolError(f"reply to '{type}' has ok != true and no error object: {reply!r}")
+        raise OutaTimeError(str(err.get("code", "unknown")), str(err.get("message", "")))
+
+    def send(self, body: Dict[str, JSON]) -> None:
+        """Send one request frame as is, without waiting for anything."""
+        data = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        self.send_raw(data)
+
+    def send_raw(self, body: bytes) -> None:
+        """Frame ``body`` (any bytes) behind its 4-byte length and send it.
+
+        Meant for tests and tools: the server answers a body that is not a
+        JSON object with an ``error`` push ``bad_json`` and keeps going.
+        """
+        sock = self._require_sock()
+        try:
+            sock.settimeout(self.timeout)
+            sock.sendall(_LENGTH.pack(len(body)) + body)
+        except socket.timeout as exc:
+            self.close()
+            raise OutaTimeTimeout(f"sending a frame took longer than {self.timeout} s") from exc
+        except OSError as exc:
+            self.close()
+            raise ConnectionClosed("connection_closed", f"sending failed: {exc}") from exc
+        self._last_sent = time.monotonic()
+
+    # ---- operations (section 6) ------------------------------------------
+
+    def ping(self) -> Dict[str, JSON]:
+        """``ping``: returns ``{"time": ...}``, the server's clock."""
+        return self.request("ping")
+
+    def subscribe(self, channel: str, since: Optional[int] = None) -> Dict[str, JSON]:
+        """``subscribe``: start receiving the channel's pushes.
+
+        Returns the result (``channel, kind, seq, watchers`` and ``state``, or
+        with ``since`` also ``recovered`` and then ``events``) and records it
+        in ``self.channels[channel]``.
+        """
+        fields: Dict[str, JSON] = {"channel": channel}
+        if since is not None:
+            fields["since"] = since
+        result = self.request("subscribe", **fields)
+        tracker = self.channels.get(channel)
+        if tracker is None:
+            tracker = Channel(name=channel, kind=str(result.get("kind", "")))
+            self.channels[channel] = tracker
+        tracker.apply_subscribe_result(result)
+        return result
+
+    def recover(self, channel: str) -> Dict[str, JSON]:
+        """Re-subscribe with ``since`` = the last seq seen on ``channel``.
+
+        With ``recovered: true`` the missed events are appended to the
+        tracker's :attr:`Channel.events`; with ``recovered: false`` the
+        tracker takes the full new ``state``. For a channel never subscribed
+        through this client it is a plain :meth:`subscribe`.
+        """
+        tracker = self.channels.get(channel)
+        return self.subscribe(channel, since=None if tracker is None else tracker.seq)
+
+    def unsubscribe(self, channel: str) -> Dict[str, JSON]:
+        """``unsubscribe``: stop the channel's pushes (its tracker is dropped)."""
+        result = self.request("unsubscribe", channel=channel)
+        self.channels.pop(channel, None)
+        return result
+
+    def get(self, channel: str) -> Dict[str, JSON]:
+        """``get``: the channel's ``channel, kind, seq, state`` once."""
+        return self.request("get", channel=channel)
+
+    def list(self, kind: Optional[str] = None) -> Dict[str, JSON]:
+        """``list``: ``{"channels": [{channel, kind, seq, watchers(count)}]}``."""
+        if kind is None:
+            return self.request("list")
+        return self.request("list", kind=kind)
+
+    def history(self, channel: str, after: int = 0, limit: int = 100) -> Dict[str, JSON]:
+        """``history``: ``{channel, seq, events}`` with seq > ``after``, oldest first."""
+        return self.request("history", channel=channel, after=after, limit=limit)
+
+    def publish(self, channel: str, data: JSON) -> Dict[str, JSON]:
+        """``publish``: send ``data`` (any JSON, ``None`` too) to the channel's
+        subscribers; returns ``{"delivered": n}``."""
+        return self.request("publish", channel=channel, data=data)
+
+    def command(self, channel: str, action: str, **args: JSON) -> Dict[str, JSON]:
+        """``command``: run ``action`` on ``channel`` with ``args``; returns the
+        action's result (section 14)."""
+        return self.request("command", channel=channel, action=action, args=args)
+
+    def stats(self) -> Dict[str, JSON]:
+        """``stats``: the server's counters."""
+        return self.request("stats")
+
+    # ---- pushes ------------------------------------------------------------
+
+    def next_push(self, timeout: Optional[float] = None) -> Dict[str, JSON]:
+        """Return the next push (``event``, ``tick``, ``message``, ``presence``,
+        ``error``, ``bye``, or a type from a later revision).
+
+        Waits at most ``timeout`` seconds (default: the client's ``timeout``)
+        and raises :class:`OutaTimeTimeout` when nothing came. A ``bye`` is
+        returned like any push (the connection is already closed then); once
+        the connection is closed and the queue is empty,
+        :class:`ConnectionClosed` is raised.
+        """
+        if self._pushes:
+            return self._pushes.popleft()
+        wait = self.timeout if timeout is None else timeout
+        deadline = time.monotonic() + max(0.0, wait)
+        while not self._pushes:
+            if self._sock is None:
+                raise ConnectionClosed(self.bye_reason or "connection_closed", "the connection is closed")
+            frame = self._read_frame(deadline)
+            if frame is None:
+                raise OutaTimeTimeout(f"no push within {wait} s")
+            self._dispatch(frame)
+        return self._pushes.popleft()
+
+    def pending_pushes(self) -> int:
+        """How many pushes are queued (without reading the socket)."""
+        return len(self._pushes)
+
+    def pushes(self, timeout: float) -> Iterator[Dict[str, JSON]]:
+        """Yield pushes until none arrives for ``timeout`` seconds or the
+        connection closes (the ``bye`` push is yielded last)."""
+        while True:
+            try:
+                yield self.next_push(timeout)
+            except (OutaTimeTimeout, ConnectionClosed):
+                return
+
+    # ---- internals ---------------------------------------------------------
+
+    def _require_sock(self) -> socket.socket:
+        if self._sock is None:
+            raise ConnectionClosed(self.bye_reason or "connection_closed", "the connection is closed; call connect()")
+        return self._sock
+
+    def _wait_reply(self, rid: RequestId, deadline: float, what: str) -> Dict[str, JSON]:
+        while True:
+            reply = self._replies.pop(rid, None)
+            if reply is not None:
+                return reply
+            if self._sock is None:
+                raise ConnectionClosed(
+                    self.bye_reason or "connection_closed",
+                    f"the connection closed before the reply to '{what}'"
+                    + (f" (bye: {self.bye_reason})" if self.bye_reason else ""),
+                )
+            frame = self._read_frame(deadline)
+            if frame is None:
+                raise OutaTimeTimeout(f"no reply to '{what}' (id {rid}) within {self.timeout} s")
+            self._dispatch(frame)
+
+    def _dispatch(self, frame: Dict[str, JSON]) -> None:
+        kind = frame.get("type")
+        if kind == "reply":
+            self._replies[_id_key(frame.get("id"))] = frame
+            return
+        channel = frame.get("channel")
+        tracker = self.channels.get(channel) if isinstance(channel, str) else None
+        if tracker is not None:
+            if kind == "event" and isinstance(frame.get("seq"), int):
+                tracker.apply_event(frame)
+            elif kind == "tick":
+                tracker.last_tick = frame.get("data")
+            elif kind == "presence":
+                tracker.apply_presence(frame)
+        self._pushes.append(frame)
+        if kind == "bye":
+            reason = frame.get("reason")
+            self.bye_reason = reason if isinstance(reason, str) else "unknown"
+            self.close()
+
+    def _heartbeat_interval(self) -> float:
+        hb = self.hello.get("heartbeat_ms")
+        if isinstance(hb, (int, float)) and hb > 0:
+            return hb / 1000.0 / 2.0
+        return 5.0
+
+    def _read_frame(self, deadline: float) -> Optional[Dict[str, JSON]]:
+        """Read one frame; None when ``deadline`` passes first."""
+        header = self._read_exact(4, deadline)
+        if header is None:
+            return None
+        (length,) = _LENGTH.unpack(header)
+        if length > MAX_SERVER_FRAME:
+            self.close()
+            raise ProtocolError(f"the server announced a frame of {length} bytes; the limit is {MAX_SERVER_FRAME}")
+        if length < 2:
+            self.close()
+            raise ProtocolError(f"the server sent a frame of {length} bytes; a JSON object needs at least 2")
+        # The header is consumed; a frame's body must follow, so wait for it
+        # even past the caller's deadline (bounded by the client's timeout).
+        body = self._read_exact(length, max(deadline, time.monotonic() + self.timeout))
+        if body is None:
+            self.close()
+            raise OutaTimeTimeout(f"the body of a {length}-byte frame did not arrive within {self.timeout} s")
+        try:
+            frame = json.loads(body.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as exc:
+            self.close()
+            raise ProtocolError(f"the server sent a frame that is not UTF-8 JSON: {exc}") from exc
+        if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
+            self.close()
+            raise ProtocolError(f"the server sent a frame that is not an object with a string 'type': {body[:200]!r}")
+        return frame
+
+    def _read_exact(self, n: int, deadline: float) -> Optional[bytes]:
+        """Take ``n`` bytes from the buffer, reading the socket as needed.
+
+        Returns None (leaving the buffer as is) when ``deadline`` passes.
+        Sends a heartbeat ping while waiting, when one is due.
+        """
+        while len(self._buf) < n:
+            sock = self._require_sock()
+            now = time.monotonic()
+            if now >= deadline:
+                return None
+            beat = self._heartbeat_interval()
+            if self.hello and now - self._last_sent >= beat:
+                self.send({"type": "ping"})  # no id: a pure heartbeat, no reply
+                sock = self._require_sock()
+            wait = min(deadline - now, max(0.01, beat - (time.monotonic() - self._last_sent)))
+            sock.settimeout(max(0.001, wait))
+            try:
+                chunk = sock.recv(min(max(65536, n - len(self._buf)), 1 << 20))
+            except socket.timeout:
+                continue
+            except OSError as exc:
+                self.close()
+                raise ConnectionClosed("connection_closed", f"reading failed: {exc}") from exc
+            if not chunk:
+                self.close()
+                raise ConnectionClosed(
+                    self.bye_reason or "connection_closed", "the server closed the connection without a bye"
+                )
+            self._buf += chunk
+        data = bytes(self._buf[:n])
+        del self._buf[:n]
+        return data
+
+
+def _id_key(value: Any) -> Any:
+    """Normalise a reply id for lookup (an int id may come back as 5.0)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
