@@ -8,6 +8,8 @@ let package = Package(
         .executable(name: "outatime-server", targets: ["outatime-server"]),
         .library(name: "OutaTimeServer", targets: ["OutaTimeServer"]),
         .library(name: "OutaTimeProtocol", targets: ["OutaTimeProtocol"]),
+        .library(name: "OutaTimeClient", targets: ["OutaTimeClient"]),
+        .executable(name: "outatime", targets: ["outatime"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -34,6 +36,15 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        .target(name: "OutaTimeClient", dependencies: ["UV", "OutaTimeProtocol", "OutaTimeDomain"]),
+        .executableTarget(
+            name: "outatime",
+            dependencies: [
+                "OutaTimeClient", "OutaTimeProtocol",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "clients/terminal"
+        ),
         .executableTarget(
             name: "outatime-server",
             dependencies: [
@@ -48,7 +59,11 @@ let package = Package(
         .testTarget(name: "OutaTimeStoreTests", dependencies: ["OutaTimeStore"]),
         .testTarget(
             name: "OutaTimeServerTests",
-            dependencies: ["OutaTimeServer", "OutaTimeProtocol", "outatime-server"]
+            dependencies: ["OutaTimeServer", "OutaTimeProtocol", "outatime-server", "outatime"]
+        ),
+        .testTarget(
+            name: "OutaTimeClientTests",
+            dependencies: ["OutaTimeClient", "OutaTimeServer", "OutaTimeProtocol", "OutaTimeDomain"]
         ),
     ],
     swiftLanguageModes: [.v6]

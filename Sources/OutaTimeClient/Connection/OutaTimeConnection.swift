@@ -1,0 +1,213 @@
+import Foundation
+import OutaTimeProtocol
+import UV
+
+/// A client connection to `outatime-server` on a libuv ``Loop``: `hello`,
+/// request/reply correlation, subscriptions kept as ``ChannelMirror``s,
+/// heartbeats, and reconnection with backoff that restores every
+/// subscription with `since`, so a reconnect costs only the missed events.
+///
+/// Owned by the loop's thread and not `Sendable`: create it, call its
+/// methods and read its properties only there; every callback runs there.
+/// It keeps itself alive while it has work on the loop (like a NIO
+/// channel), until ``close()`` or a failure that cannot be retried; after
+/// that it holds no libuv handle, so the loop can exit and close.
+///
+/// ```swift
+/// let loop = try Loop()
+/// let connection = OutaTimeConnection(loop: loop, options: ClientOptions(port: 1985, name: "Marty"))
+/// connection.onEvent = { event in print(event.channel, event.seq, event.event) }
+/// connection.connect()
+/// connection.subscribe("delorean/main")
+/// loop.run()
+/// ```
+public final class OutaTimeConnection {
+    /// The loop everything runs on.
+    public let loop: Loop
+    /// The options; changes apply from the next connection attempt on.
+    public var options: ClientOptions
+    /// Where the connection stands.
+    public internal(set) var state: ConnectionState = .idle
+    /// The current session's `hello` result; nil while not ready.
+    public internal(set) var hello: HelloResult?
+    /// Why the last connection or attempt ended.
+    public internal(set) var lastDisconnect: DisconnectReason?
+    /// Counters since creation.
+    public internal(set) var stats = ClientStats()
+
+    /// The state changed (``ConnectionState``).
+    public var onStateChange: ((ConnectionState) -> Void)?
+    /// A durable event was applied to a mirror, in seq order, live or from
+    /// a recovery (``ChannelEvent/replayed``); also events of a channel
+    /// without a mirror (subscribed through ``request(_:fields:timeoutMs:completion:)``).
+    public var onEvent: ((ChannelEvent) -> Void)?
+    /// A mirror was brought up to date by a `subscribe` result.
+    public var onSync: ((ChannelSync) -> Void)?
+    /// A tick arrived (the mirror's ``ChannelMirror/lastTick`` is updated first).
+    public var onTick: ((ChannelTick) -> Void)?
+    /// A `publish`ed message arrived.
+    public var onMessage: ((ChannelMessage) -> Void)?
+    /// Watchers came or went (the mirror's ``ChannelMirror/watchers`` is updated first).
+    public var onPresence: ((PresenceChange) -> Void)?
+    /// The server sent an `error` push (a failure not tied to a request id).
+    public var onServerError: ((ServerError) -> Void)?
+    /// The server refused a subscription (also when restoring it after a
+    /// reconnect); its mirror is gone.
+    public var onSubscriptionFailed: ((String, ClientError) -> Void)?
+
+    /// The random number in 0..<1 that spreads each backoff delay.
+    public var randomUnit: () -> Double = { Double.random(in: 0..<1) }
+
+    /// The largest frame accepted from the server (§1: clients accept 16 MiB).
+    public static let maxIncomingFrame = 16 << 20
+
+    // Connection state, shared with the extensions in this folder.
+    var link: Link?
+    var handles: Handles?
+    /// Bumped whenever an attempt is abandoned, so late callbacks of it
+    /// (a resolve, a connect) are recognised and ignored.
+    var attemptID = 0
+    /// Consecutive failed attempts since the last successful `hello`.
+    var attempt = 0
+    var nextRequestID: Int64 = 1
+    /// Requests written on the current link, by id.
+    var inFlight: [Int64: PendingRequest] = [:]
+    /// Requests waiting for the connection to become ready.
+    var backlog: [QueuedRequest] = []
+    /// The earliest deadline the deadline timer is armed for.
+    var armedDeadline: UInt64?
+    var mirrors: [String: ChannelMirror] = [:]
+    var subscribeWaiters: [String: [(Result<ChannelMirror, ClientError>) -> Void]] = [:]
+    /// The latest `subscribe` sent per channel (a serial number): only its
+    /// reply may sync the mirror (an older one may be for a mirror since
+    /// unsubscribed and made anew).
+    var latestSubscribe: [String: Int] = [:]
+    var subscribeSerial = 0
+    /// Mirrors whose `subscribe` met a transient refusal (`server_busy`),
+    /// sent again at the next heartbeat.
+    var retrySubscriptions: Set<String> = []
+    var flushScheduled = false
+    let encoder = MessageEncoder()
+    let decoder = JSONDecoder()
+
+    /// Creates a connection on `loop`; nothing happens until ``connect()``.
+    public init(loop: Loop, options: ClientOptions) {
+        self.loop = loop
+        self.options = options
+    }
+
+    /// Starts connecting: resolve, TCP connect, `hello`. Requests and
+    /// subscriptions made before the connection is ready wait for it.
+    /// Does nothing unless the connection is ``ConnectionState/idle``.
+    public func connect() {
+        guard case .idle = state else { return }
+        handles = Handles(loop: loop)
+        // Requests made before connect() had no timer to expire them.
+        if let first = backlog.compactMap(\.pending.deadline).min() { armDeadline(first) }
+        startAttempt()
+    }
+
+    /// Skips the remaining backoff delay and attempts to connect now
+    /// (a "retry now" key); does nothing unless reconnecting.
+    public func reconnectNow() {
+        guard case .reconnecting = state else { return }
+        handles?.phase.stop()
+        startAttempt()
+    }
+
+    /// Closes for good: pending requests fail with ``ClientError/closed(_:)``,
+    /// the socket and timers are closed, no reconnect follows. Mirrors stay
+    /// readable. Idempotent.
+    public func close() {
+        if case .closed = state { return }
+        finish(nil)
+    }
+
+    /// The mirror of `channel`, if subscribed through ``subscribe(_:completion:)``.
+    public func mirror(_ channel: String) -> ChannelMirror? { mirrors[channel] }
+
+    /// Every mirror, by channel.
+    public var allMirrors: [String: ChannelMirror] { mirrors }
+
+    /// True once `hello` succeeded on the current connection.
+    public var isReady: Bool { link?.isReady ?? false }
+
+    func setState(_ new: ConnectionState) {
+        guard new != state else { return }
+        state = new
+        onStateChange?(new)
+    }
+
+    /// Closes for good with `reason` (nil: by the caller).
+    func finish(_ reason: DisconnectReason?) {
+        attemptID += 1
+        if let link {
+            self.link = nil
+            link.stream.close()
+        }
+        hello = nil
+        setState(.closed(reason))
+        let error = ClientError.closed(reason)
+        let requests = inFlight.sorted { $0.key < $1.key }.map(\.value.completion) + backlog.map(\.pending.completion)
+        inFlight = [:]
+        backlog = []
+        for completion in requests { completion(.failure(error)) }
+        let waiters = subscribeWaiters
+        subscribeWaiters = [:]
+        for completion in waiters.values.joined() { completion(.failure(error)) }
+        for channel in mirrors.keys { _ = mirrors[channel]?.endSync() }
+        handles?.close()
+        handles = nil
+    }
+}
+
+/// The libuv handles of a connection besides its socket, created by
+/// ``OutaTimeConnection/connect()`` and closed when it closes.
+final class Handles {
+    /// Connect timeout while connecting; backoff delay while reconnecting.
+    let phase: UV.Timer
+    /// The heartbeat and unresponsiveness check while ready.
+    let heartbeat: UV.Timer
+    /// Fires at the earliest request deadline.
+    let deadlines: UV.Timer
+    /// Flushes the socket once per loop iteration after requests were queued.
+    let flush: Prepare
+
+    init(loop: Loop) {
+        phase = UV.Timer(loop: loop)
+        heartbeat = UV.Timer(loop: loop)
+        deadlines = UV.Timer(loop: loop)
+        flush = Prepare(loop: loop)
+    }
+
+    func close() {
+        phase.close()
+        heartbeat.close()
+        deadlines.close()
+        flush.close()
+    }
+}
+
+/// One TCP connection of an ``OutaTimeConnection``: its socket, its frame
+/// decoder and what its `hello` said. A reconnect makes a new one, so a
+/// callback of a dropped link is told apart by identity (`link === self.link`).
+final class Link {
+    let stream: TCPStream
+    /// A class field, not a connection field: frames are dispatched from
+    /// inside `feed`, and a dispatch that drops the link must not touch the
+    /// decoder being fed.
+    var decoder = FrameDecoder(maxFrame: OutaTimeConnection.maxIncomingFrame)
+    var isReady = false
+    /// The server's `max_frame`; requests longer than this are refused locally.
+    var maxFrame = 65_536
+    /// The server's `heartbeat_ms`.
+    var heartbeatMs: UInt64 = 15_000
+    /// Loop time of the last bytes received.
+    var lastInboundAt: UInt64
+    var pingInFlight = false
+
+    init(stream: TCPStream, now: UInt64) {
+        self.stream = stream
+        lastInboundAt = now
+    }
+}

@@ -1,0 +1,78 @@
+import OutaTimeProtocol
+
+/// Where and how an ``OutaTimeConnection`` connects. Every field may be
+/// changed between attempts through ``OutaTimeConnection/options``: a new
+/// `host` or `port` is used from the next reconnect on.
+public struct ClientOptions: Sendable, Equatable {
+    /// The server's host: a numeric address, `localhost`, or a name that is
+    /// resolved off the loop thread (``UV/Resolver``).
+    public var host: String
+    /// The server's TCP port.
+    public var port: Int
+    /// The operator's display name sent in `hello` (at most 100 characters).
+    public var name: String?
+    /// The client program sent in `hello`, e.g. `outatime-term/0.1`.
+    public var client: String?
+    /// The access token, for a server started with a tokens file.
+    public var token: String?
+    /// Milliseconds between heartbeat `ping`s. nil: half the server's
+    /// `heartbeat_ms` from `hello`; 0: never ping (the server will then close
+    /// an idle connection with `idle_timeout`).
+    public var heartbeatIntervalMs: UInt64?
+    /// Silence from the server after which it is taken for dead and the
+    /// connection is dropped (and reconnected). nil: 2 × `heartbeat_ms`.
+    /// The heartbeat `ping`s make a live server answer well within that.
+    public var unresponsiveAfterMs: UInt64?
+    /// Whether to reconnect (with ``backoff``) after the connection drops or
+    /// a connection attempt fails. Refusals by the server (`unauthorized`,
+    /// `unsupported_protocol`, any failed `hello`) close for good either way.
+    public var reconnect: Bool
+    /// The delays between reconnect attempts.
+    public var backoff: BackoffPolicy
+    /// The most one attempt may take from the first connect call to the
+    /// `hello` reply, in milliseconds.
+    public var connectTimeoutMs: UInt64
+    /// How long a request waits for its reply before it fails with
+    /// ``ClientError/timedOut``, counted from the call; nil waits forever
+    /// (a dropped connection still fails it).
+    public var requestTimeoutMs: UInt64?
+
+    /// The client program name used when none is given.
+    public static let defaultClient = "outatime-client/0.1"
+
+    /// Creates options; everything but the address has a default.
+    public init(
+        host: String = "127.0.0.1",
+        port: Int = 1985,
+        name: String? = nil,
+        client: String? = ClientOptions.defaultClient,
+        token: String? = nil,
+        heartbeatIntervalMs: UInt64? = nil,
+        unresponsiveAfterMs: UInt64? = nil,
+        reconnect: Bool = true,
+        backoff: BackoffPolicy = BackoffPolicy(),
+        connectTimeoutMs: UInt64 = 5_000,
+        requestTimeoutMs: UInt64? = 30_000
+    ) {
+        self.host = host
+        self.port = port
+        self.name = name
+        self.client = client
+        self.token = token
+        self.heartbeatIntervalMs = heartbeatIntervalMs
+        self.unresponsiveAfterMs = unresponsiveAfterMs
+        self.reconnect = reconnect
+        self.backoff = backoff
+        self.connectTimeoutMs = connectTimeoutMs
+        self.requestTimeoutMs = requestTimeoutMs
+    }
+
+    /// The `hello` request's fields.
+    var helloFields: [String: JSONValue] {
+        var fields: [String: JSONValue] = ["protocol": .int(1)]
+        if let name { fields["name"] = .string(name) }
+        if let client { fields["client"] = .string(client) }
+        if let token { fields["token"] = .string(token) }
+        return fields
+    }
+}

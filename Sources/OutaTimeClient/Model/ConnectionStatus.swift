@@ -1,0 +1,116 @@
+import UV
+
+// How a connection is doing: its state, why it last dropped, its counters.
+
+/// Why the connection (or an attempt to make it) ended.
+public enum DisconnectReason: Sendable, Equatable, CustomStringConvertible {
+    /// The server said `bye` with this reason (`server_shutdown`, `idle_timeout`, …).
+    case bye(String)
+    /// The server closed the stream without a `bye`.
+    case endOfStream
+    /// Reading or writing failed (reset, broken pipe, …).
+    case ioError(UVError)
+    /// The server broke the framing or sent something that is not a frame
+    /// of JSON; the stream cannot be trusted any more.
+    case protocolViolation(String)
+    /// Nothing arrived from the server for ``ClientOptions/unresponsiveAfterMs``.
+    case unresponsive
+    /// Connecting and `hello` took longer than ``ClientOptions/connectTimeoutMs``.
+    case connectTimeout
+    /// The TCP connection could not be made (refused, unreachable, …).
+    case connectFailed(UVError)
+    /// The host name could not be resolved.
+    case resolveFailed(UVError)
+    /// The server refused `hello` (`unauthorized`, `unsupported_protocol`,
+    /// `invalid_request`); never retried.
+    case helloRefused(ServerError)
+
+    /// Whether reconnecting can help: a refused `hello` or a bye for a
+    /// refusal would only be refused again.
+    public var isRetryable: Bool {
+        switch self {
+        case .helloRefused: false
+        case .bye(let reason): reason != "unauthorized" && reason != "unsupported_protocol"
+        default: true
+        }
+    }
+
+    /// A short phrase for status lines and logs.
+    public var description: String {
+        switch self {
+        case .bye(let reason): "server said bye (\(reason))"
+        case .endOfStream: "server closed the connection"
+        case .ioError(let error): "connection error \(error)"
+        case .protocolViolation(let why): "protocol violation: \(why)"
+        case .unresponsive: "server stopped answering"
+        case .connectTimeout: "connect timed out"
+        case .connectFailed(let error): "connect failed: \(error)"
+        case .resolveFailed(let error): "cannot resolve host: \(error)"
+        case .helloRefused(let error): "hello refused: \(error)"
+        }
+    }
+}
+
+/// Where the connection stands, as reported to
+/// ``OutaTimeConnection/onStateChange``.
+public enum ConnectionState: Sendable, Equatable, CustomStringConvertible {
+    /// Created, ``OutaTimeConnection/connect()`` not yet called.
+    case idle
+    /// Resolving, connecting or waiting for the `hello` reply.
+    case connecting
+    /// `hello` succeeded; requests flow. Subscriptions are being restored
+    /// (see ``OutaTimeConnection/onSync``).
+    case ready
+    /// The connection dropped; attempt `attempt` starts in `delayMs`.
+    case reconnecting(attempt: Int, delayMs: UInt64)
+    /// Closed for good: by ``OutaTimeConnection/close()`` (reason nil) or
+    /// after a failure that reconnecting cannot fix.
+    case closed(DisconnectReason?)
+
+    /// `connecting`, `ready`, `reconnecting (attempt 3 in 400 ms)`, `closed`.
+    public var description: String {
+        switch self {
+        case .idle: "idle"
+        case .connecting: "connecting"
+        case .ready: "ready"
+        case .reconnecting(let attempt, let delay): "reconnecting (attempt \(attempt) in \(delay) ms)"
+        case .closed(let reason?): "closed: \(reason)"
+        case .closed(nil): "closed"
+        }
+    }
+}
+
+/// Counters of one ``OutaTimeConnection``, for status lines, logs and tests
+/// (a test proves "recovered, not reloaded" with ``recoveries`` and
+/// ``reloads``).
+public struct ClientStats: Sendable, Equatable {
+    /// Successful `hello`s: the first connection and every reconnection.
+    public var connects = 0
+    /// Connections (or attempts) that ended other than by ``OutaTimeConnection/close()``.
+    public var disconnects = 0
+    /// Reconnect attempts scheduled with backoff.
+    public var reconnectAttempts = 0
+    /// Requests written to the socket, heartbeats and subscriptions included.
+    public var requestsSent = 0
+    /// Heartbeat `ping`s sent.
+    public var pingsSent = 0
+    /// `subscribe` results that carried a full state for a new mirror.
+    public var snapshots = 0
+    /// `subscribe` results with `recovered: true` (only the missed events).
+    public var recoveries = 0
+    /// Events applied from recoveries.
+    public var recoveredEvents = 0
+    /// `subscribe` results with `since` that replaced the state instead.
+    public var reloads = 0
+    /// `event` pushes received.
+    public var eventsReceived = 0
+    /// Events applied to a mirror (live and recovered).
+    public var eventsApplied = 0
+    /// Events ignored because the mirror already had them.
+    public var staleEvents = 0
+    /// Seq gaps detected in live events (each triggers a `since` resubscribe).
+    public var gaps = 0
+
+    /// All zero.
+    public init() {}
+}

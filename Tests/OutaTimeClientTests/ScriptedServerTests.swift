@@ -1,0 +1,244 @@
+import Foundation
+import OutaTimeClient
+import OutaTimeDomain
+import OutaTimeProtocol
+import Testing
+
+/// Behaviour the real server never provokes on purpose, against a
+/// ``ScriptedServer`` on the test's loop.
+@Suite("Scripted server")
+struct ScriptedServerTests {
+    static let channel = ChannelMirrorTests.channel
+
+    static func eventPush(_ seq: Int64) -> JSONValue {
+        let event = ChannelMirrorTests.event(seq)
+        return .object(["type": .string("event"), "channel": .string(channel), "seq": .int(seq),
+                        "event": .string(event.event), "data": event.data, "at": .string(event.at)])
+    }
+
+    static func historyJSON(_ seq: Int64) -> JSONValue {
+        let event = ChannelMirrorTests.event(seq)
+        return .object(["seq": .int(seq), "event": .string(event.event), "data": event.data, "at": .string(event.at)])
+    }
+
+    static let watchers: JSONValue = .array([.object(["session": .string("fake-1"), "name": .string("client-test")])])
+
+    @Test("a seq gap re-subscribes with since; events held meanwhile are applied after the recovery")
+    func gapRecovery() throws {
+        try withClientLoop { clients in
+            let fake = try ScriptedServer(loop: clients.loop)
+            defer { fake.close() }
+            fake.onRequest = { peer, request in
+                switch request["type"] {
+                case .string("hello"):
+                    fake.reply(ScriptedServer.helloResult(), to: request, on: peer)
+                case .string("subscribe") where request["since"] == nil:
+                    fake.reply(.object(["channel": .string(Self.channel), "kind": .string("delorean"), "seq": .int(1),
+                                        "watchers": Self.watchers,
+                                        "state": ChannelMirrorTests.state(at: 1).json()]), to: request, on: peer)
+                    fake.push(Self.eventPush(2), on: peer)
+                    fake.push(Self.eventPush(4), on: peer)  // 3 is missing
+                case .string("subscribe"):
+                    fake.push(Self.eventPush(5), on: peer)  // arrives while the recovery is pending
+                    fake.reply(.object(["channel": .string(Self.channel), "kind": .string("delorean"), "seq": .int(4),
+                                        "watchers": Self.watchers, "recovered": .bool(true),
+                                        "events": .array([Self.historyJSON(3), Self.historyJSON(4)])]), to: request, on: peer)
+                default:
+                    break
+                }
+            }
+            let connection = clients.connect(port: fake.port)
+            var events: [ChannelEvent] = []
+            var syncs: [ChannelSync] = []
+            connection.onEvent = { events.append($0) }
+            connection.onSync = { syncs.append($0) }
+            connection.subscribe(Self.channel)
+            clients.expect("seq 5") { connection.mirror(Self.channel)?.seq == 5 }
+
+            #expect(fake.requests("subscribe").map { $0["since"] } == [nil, .int(2)])
+            #expect(events.map(\.seq) == [2, 3, 4, 5])
+            #expect(events.map(\.replayed) == [false, true, true, false])
+            #expect(syncs == [
+                ChannelSync(channel: Self.channel, sinceSeq: nil, seq: 1, method: .snapshot),
+                ChannelSync(channel: Self.channel, sinceSeq: 2, seq: 4, method: .recovered(events: 2)),
+            ])
+            #expect(connection.mirror(Self.channel)?.state == ChannelMirrorTests.state(at: 5))
+            let stats = connection.stats
+            #expect(stats.gaps == 1 && stats.recoveries == 1 && stats.staleEvents == 1 && stats.eventsApplied == 4)
+        }
+    }
+
+    @Test("a server that stops answering pings is dropped and reconnected")
+    func unresponsiveServer() throws {
+        try withClientLoop { clients in
+            let fake = try ScriptedServer(loop: clients.loop)
+            defer { fake.close() }
+            fake.onRequest = { peer, request in
+                // Hello is answered; pings never are.
+                if request["type"] == .string("hello") {
+                    fake.reply(ScriptedServer.helloResult(heartbeatMs: 50), to: request, on: peer)
+                }
+            }
+            let connection = clients.connect(port: fake.port) { $0.backoff = BackoffPolicy(initialMs: 10, maxMs: 20) }
+            clients.expect("a second hello") { fake.requests("hello").count == 2 }
+            #expect(connection.lastDisconnect == .unresponsive)
+            // One ping per connection at a time: no pile-up while unanswered.
+            #expect(fake.peers.first?.requests.filter { $0["type"] == .string("ping") }.count == 1)
+        }
+    }
+
+    @Test("bye fails the requests in flight with disconnected, then the client reconnects")
+    func byeThenReconnect() throws {
+        try withClientLoop { clients in
+            let fake = try ScriptedServer(loop: clients.loop)
+            defer { fake.close() }
+            fake.onRequest = { peer, request in
+                switch request["type"] {
+                case .string("hello"):
+                    fake.reply(ScriptedServer.helloResult(), to: request, on: peer)
+                case .string("get"):
+                    fake.push(.object(["type": .string("bye"), "reason": .string("server_shutdown")]), on: peer)
+                default:
+                    break
+                }
+            }
+            let connection = clients.connect(port: fake.port) { $0.backoff = BackoffPolicy(initialMs: 10) }
+            var states: [ConnectionState] = []
+            connection.onStateChange = { states.append($0) }
+            var outcome: Result<JSONValue, ClientError>?
+            connection.request("get", fields: ["channel": .string(Self.channel)]) { outcome = $0 }
+            clients.expect("the reply to fail") { outcome != nil }
+            #expect(outcome.map { if case .failure(.disconnected) = $0 { true } else { false } } == true)
+            #expect(connection.lastDisconnect == .bye("server_shutdown"))
+            clients.expect("ready again") { connection.isReady && fake.requests("hello").count == 2 }
+            #expect(states.first == .ready)
+            #expect(states.contains { if case .reconnecting(attempt: 1, _) = $0 { true } else { false } })
+            #expect(states.last == .ready)
+        }
+    }
+
+    @Test("a refused hello closes for good: no retry, queued requests fail")
+    func helloRefused() throws {
+        try withClientLoop { clients in
+            let fake = try ScriptedServer(loop: clients.loop)
+            defer { fake.close() }
+            fake.onRequest = { peer, request in
+                fake.fail("unauthorized", to: request, on: peer)
+                fake.push(.object(["type": .string("bye"), "reason": .string("unauthorized")]), on: peer)
+            }
+            let connection = clients.connect(port: fake.port) { $0.backoff = BackoffPolicy(initialMs: 5) }
+            var outcome: Result<JSONValue, ClientError>?
+            connection.request("ping") { outcome = $0 }
+            clients.expect("closed") { if case .closed = connection.state { true } else { false } }
+            let refusal = DisconnectReason.helloRefused(ServerError(code: "unauthorized", message: "scripted unauthorized"))
+            #expect(connection.state == .closed(refusal))
+            guard case .failure(.closed(refusal)) = outcome else {
+                Issue.record("expected closed, got \(String(describing: outcome))")
+                return
+            }
+            clients.run(for: 0.1)
+            #expect(fake.requests("hello").count == 1)
+        }
+    }
+
+    @Test("unknown push types are ignored, even with odd fields; a frame that is not JSON drops the link")
+    func unknownAndMalformedFrames() throws {
+        try withClientLoop { clients in
+            let fake = try ScriptedServer(loop: clients.loop)
+            defer { fake.close() }
+            fake.onRequest = { peer, request in
+                switch request["type"] {
+                case .string("hello"):
+                    fake.reply(ScriptedServer.helloResult(), to: request, on: peer)
+                case .string("ping"):
+                    // A later revision's push, reusing names with other types.
+                    fake.push(.object(["type": .string("weather"), "seq": .string("high"), "channel": .int(5)]), on: peer)
+                    fake.reply(.object(["time": .string("2026-11-22T07:53:25Z")]), to: request, on: peer)
+                case .string("get"):
+                    fake.pushRaw(Array("not json".utf8), on: peer)
+                default:
+                    break
+                }
+            }
+            let connection = clients.connect(port: fake.port) { $0.backoff = BackoffPolicy(initialMs: 10) }
+            var pong: Result<PingResult, ClientError>?
+            connection.send(.ping) { pong = $0 }
+            clients.expect("the ping reply") { pong != nil }
+            let time = try pong?.get().time
+            #expect(time == "2026-11-22T07:53:25Z")
+            #expect(connection.stats.disconnects == 0)
+
+            var got: Result<GetResult, ClientError>?
+            connection.send(.get(Self.channel)) { got = $0 }
+            clients.expect("the get to fail") { got != nil }
+            #expect(got.map { if case .failure(.disconnected) = $0 { true } else { false } } == true)
+            guard case .protocolViolation? = connection.lastDisconnect else {
+                Issue.record("expected a protocol violation, got \(String(describing: connection.lastDisconnect))")
+                return
+            }
+            clients.expect("reconnected") { connection.isReady && fake.requests("hello").count == 2 }
+        }
+    }
+
+    @Test("unsubscribing while the subscription is being made cancels it")
+    func unsubscribeCancels() throws {
+        try withClientLoop { clients in
+            let fake = try ScriptedServer(loop: clients.loop)
+            defer { fake.close() }
+            fake.onRequest = { peer, request in
+                switch request["type"] {
+                case .string("hello"): fake.reply(ScriptedServer.helloResult(), to: request, on: peer)
+                case .string("unsubscribe"): fake.reply(.object([:]), to: request, on: peer)
+                default: break  // the subscribe is never answered
+                }
+            }
+            let connection = clients.connect(port: fake.port)
+            var subscribed: Result<ChannelMirror, ClientError>?
+            var unsubscribed: Result<Void, ClientError>?
+            connection.subscribe(Self.channel) { subscribed = $0 }
+            clients.expect("the subscribe to go out") { !fake.requests("subscribe").isEmpty }
+            connection.unsubscribe(Self.channel) { unsubscribed = $0 }
+            guard case .failure(.cancelled)? = subscribed else {
+                Issue.record("expected cancelled, got \(String(describing: subscribed))")
+                return
+            }
+            clients.expect("the unsubscribe reply") { unsubscribed != nil }
+            #expect(connection.mirror(Self.channel) == nil)
+        }
+    }
+
+    @Test("a subscription refused with server_busy is kept and sent again at the next heartbeat")
+    func busyThenRetry() throws {
+        try withClientLoop { clients in
+            let fake = try ScriptedServer(loop: clients.loop)
+            defer { fake.close() }
+            fake.onRequest = { peer, request in
+                switch request["type"] {
+                case .string("hello"):
+                    fake.reply(ScriptedServer.helloResult(heartbeatMs: 40), to: request, on: peer)
+                case .string("ping"):
+                    fake.reply(.object(["time": .string("2026-11-22T07:53:25Z")]), to: request, on: peer)
+                case .string("subscribe") where fake.requests("subscribe").count == 1:
+                    fake.fail("server_busy", to: request, on: peer)
+                case .string("subscribe"):
+                    fake.reply(.object(["channel": .string(Self.channel), "kind": .string("delorean"), "seq": .int(1),
+                                        "watchers": Self.watchers,
+                                        "state": ChannelMirrorTests.state(at: 1).json()]), to: request, on: peer)
+                default:
+                    break
+                }
+            }
+            let connection = clients.connect(port: fake.port)
+            var outcome: Result<ChannelMirror, ClientError>?
+            var failures: [String] = []
+            connection.onSubscriptionFailed = { channel, _ in failures.append(channel) }
+            connection.subscribe(Self.channel) { outcome = $0 }
+            clients.expect("the retried subscription") { outcome != nil }
+            let mirror = try outcome?.get()
+            #expect(mirror?.seq == 1)
+            #expect(fake.requests("subscribe").count == 2)
+            #expect(failures.isEmpty)
+            #expect(connection.stats.disconnects == 0)
+        }
+    }
+}

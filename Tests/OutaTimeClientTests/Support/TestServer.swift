@@ -1,0 +1,110 @@
+import Foundation
+import Logging
+import OutaTimeServer
+import Testing
+
+/// A fresh folder under the temp directory, removed when released.
+final class TemporaryFolder {
+    let url: URL
+
+    init() throws {
+        url = FileManager.default.temporaryDirectory
+            .appendingPathComponent("outatime-client-\(UUID().uuidString)", isDirectory: true)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    /// The path of `name` inside the folder.
+    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+}
+
+/// The real server, in process, on 127.0.0.1 (a copy of the server tests'
+/// helper, so this target does not depend on that one).
+final class TestServer {
+    /// How long `stop()` waits for the loop to exit before failing the test.
+    static let stopTimeout: Double = 20
+
+    let handle: ServerHandle
+    let config: ServerConfig
+    private var stopped = false
+
+    /// The bound port.
+    var port: Int { handle.port }
+
+    /// Starts a server on `databasePath` and `port` (0: any free port);
+    /// `configure` adjusts the options. A fixed port that is still taken
+    /// (the previous server's socket closing) is retried for up to 2 s.
+    init(databasePath: String, port: Int = 0, configure: (inout ServerConfig) -> Void = { _ in }) throws {
+        var config = ServerConfig()
+        config.host = "127.0.0.1"
+        config.port = port
+        config.databasePath = databasePath
+        configure(&config)
+        self.config = config
+        var quiet = Logger(label: "outatime.client-tests")
+        quiet.logLevel = .critical
+        let deadline = Date().addingTimeInterval(2)
+        while true {
+            do {
+                handle = try ServerHandle.start(config, logger: quiet)
+                return
+            } catch where port != 0 && Date() < deadline && "\(error)".contains("EADDRINUSE") {
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+        }
+    }
+
+    /// Shuts down and records an issue unless the loop closed cleanly
+    /// within ``stopTimeout``. Safe to call more than once.
+    func stop(sourceLocation: SourceLocation = #_sourceLocation) {
+        guard !stopped else { return }
+        stopped = true
+        handle.shutdown()
+        let outcome = WaitOutcome()
+        let handle = handle
+        // On a helper thread so that a server that never stops fails the
+        // test instead of hanging the whole run.
+        Thread.detachNewThread { outcome.finish(handle.wait()) }
+        guard let clean = outcome.result(within: TestServer.stopTimeout) else {
+            Issue.record("server loop did not exit within \(TestServer.stopTimeout) s of shutdown", sourceLocation: sourceLocation)
+            return
+        }
+        #expect(clean, "wait() returned false: a server libuv handle leaked", sourceLocation: sourceLocation)
+    }
+
+    deinit { stop() }
+}
+
+/// The result of `ServerHandle.wait()`, handed over from a helper thread.
+private final class WaitOutcome: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Bool?
+    private let done = DispatchSemaphore(value: 0)
+
+    func finish(_ clean: Bool) {
+        lock.withLock { value = clean }
+        done.signal()
+    }
+
+    func result(within seconds: Double) -> Bool? {
+        guard done.wait(timeout: .now() + seconds) == .success else { return nil }
+        return lock.withLock { value }
+    }
+}
+
+/// Runs `body` against a fresh server with its own database; the server is
+/// stopped (and checked for a clean loop close) whether `body` passes or throws.
+func withTestServer<T>(
+    _ configure: (inout ServerConfig) -> Void = { _ in },
+    sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: (TestServer) throws -> T
+) throws -> T {
+    let folder = try TemporaryFolder()
+    let server = try TestServer(databasePath: folder.path("outatime.sqlite"), configure: configure)
+    defer {
+        server.stop(sourceLocation: sourceLocation)
+        withExtendedLifetime(folder) {}
+    }
+    return try body(server)
+}

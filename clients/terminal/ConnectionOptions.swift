@@ -1,0 +1,64 @@
+import ArgumentParser
+import Foundation
+import OutaTimeClient
+import OutaTimeProtocol
+
+/// Flags every command shares: where the server is, who we are, how to print.
+struct ConnectionOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Server host name or address (env OUTATIME_HOST).", valueName: "host"))
+    var host: String = ProcessInfo.processInfo.environment["OUTATIME_HOST"] ?? "127.0.0.1"
+
+    @Option(help: ArgumentHelp("Server port (env OUTATIME_PORT).", valueName: "port"))
+    var port: Int = Int(ProcessInfo.processInfo.environment["OUTATIME_PORT"] ?? "") ?? 1985
+
+    @Option(help: ArgumentHelp("Access token when the server uses --tokens (env OUTATIME_TOKEN).", valueName: "token"))
+    var token: String?
+
+    @Option(help: ArgumentHelp("Your display name, shown to other watchers (env OUTATIME_NAME).", valueName: "name"))
+    var name: String?
+
+    @Flag(help: "Print the server's JSON result instead of readable text.")
+    var json = false
+
+    @Option(help: ArgumentHelp("Give up after this many seconds without a reply.", valueName: "seconds"))
+    var timeout: Double = 10
+
+    var clientOptions: ClientOptions {
+        let environment = ProcessInfo.processInfo.environment
+        return ClientOptions(host: host, port: port,
+                             name: name ?? environment["OUTATIME_NAME"] ?? environment["USER"],
+                             client: "outatime-cli/0.1",
+                             token: token ?? environment["OUTATIME_TOKEN"], reconnect: false)
+    }
+
+    /// Connects, runs `body`, prints its result; maps failures to exit codes
+    /// (1: the server refused the request, 3: cannot reach the server).
+    func run(_ body: (BlockingClient) throws(ClientError) -> JSONValue, render: (JSONValue) -> String) throws {
+        let client: BlockingClient
+        do {
+            client = try BlockingClient(options: clientOptions, timeoutMs: UInt64(max(0.1, timeout) * 1000))
+        } catch {
+            Output.fail("cannot reach the OutaTime server at \(host):\(port): \(error)")
+            throw ExitCode(3)
+        }
+        defer { client.close() }
+        do {
+            let result = try body(client)
+            Output.print(json ? Output.json(result) : render(result))
+        } catch {
+            if case .server(let serverError) = error {
+                Output.fail("\(serverError.code): \(serverError.message)")
+                throw ExitCode(1)
+            }
+            Output.fail("\(error)")
+            throw ExitCode(3)
+        }
+    }
+}
+
+extension BlockingClient {
+    /// `command` on `channel`, returning the action's result.
+    func command(_ channel: String, _ action: String, _ args: [String: JSONValue] = [:]) throws(ClientError) -> JSONValue {
+        try request("command", fields: ["channel": .string(channel), "action": .string(action), "args": .object(args)])
+    }
+}

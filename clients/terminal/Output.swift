@@ -1,0 +1,84 @@
+import Foundation
+import OutaTimeProtocol
+
+/// Printing: plain text for people, JSON for scripts; errors on stderr.
+enum Output {
+    static func print(_ text: String) {
+        FileHandle.standardOutput.write(Data((text.hasSuffix("\n") ? text : text + "\n").utf8))
+    }
+
+    static func fail(_ message: String) {
+        FileHandle.standardError.write(Data("outatime: error: \(message)\n".utf8))
+    }
+
+    /// Pretty, key-sorted JSON.
+    static func json(_ value: JSONValue) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return (try? String(decoding: encoder.encode(value), as: UTF8.self)) ?? "null"
+    }
+
+    /// A readable rendering of any result: `key: value` lines, nested
+    /// objects indented, arrays of objects as one line per element.
+    static func text(_ value: JSONValue, indent: String = "") -> String {
+        switch value {
+        case .object(let fields):
+            if fields.isEmpty { return indent + "ok" }
+            return fields.keys.sorted().map { key in
+                let item = fields[key]!
+                switch item {
+                case .object(let inner) where !inner.isEmpty:
+                    return "\(indent)\(key):\n" + text(item, indent: indent + "  ")
+                case .array(let items) where !items.isEmpty:
+                    return "\(indent)\(key):\n" + items.map { "\(indent)  - " + inline($0) }.joined(separator: "\n")
+                default:
+                    return "\(indent)\(key): \(inline(item))"
+                }
+            }.joined(separator: "\n")
+        default:
+            return indent + inline(value)
+        }
+    }
+
+    /// One value on one line.
+    static func inline(_ value: JSONValue) -> String {
+        switch value {
+        case .null: "—"
+        case .bool(let flag): flag ? "yes" : "no"
+        case .int(let number): "\(number)"
+        case .double(let number): number == number.rounded() && abs(number) < 1e15 ? "\(Int64(number))" : "\(number)"
+        case .string(let text): text
+        case .array(let items): "[" + items.map(inline).joined(separator: ", ") + "]"
+        case .object(let fields):
+            fields.keys.sorted().map { "\($0)=\(inline(fields[$0]!))" }.joined(separator: " ")
+        }
+    }
+
+    /// Seconds as hours with two decimals, e.g. `7.80 h`.
+    static func hours(_ seconds: JSONValue?) -> String {
+        guard let seconds = seconds?.number else { return "—" }
+        return String(format: "%.2f h", seconds / 3600)
+    }
+}
+
+extension JSONValue {
+    subscript(key: String) -> JSONValue? {
+        if case .object(let fields) = self { return fields[key] }
+        return nil
+    }
+
+    var number: Double? {
+        switch self {
+        case .int(let value): Double(value)
+        case .double(let value): value
+        default: nil
+        }
+    }
+
+    var array: [JSONValue] {
+        if case .array(let items) = self { return items }
+        return []
+    }
+
+    var text: String { Output.inline(self) }
+}
