@@ -40,7 +40,7 @@ let package = Package(
         .executableTarget(
             name: "outatime",
             dependencies: [
-                "OutaTimeClient", "OutaTimeProtocol",
+                "OutaTimeClient", "OutaTimeProtocol", "OutaTimeDomain", "UV",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "clients/terminal"

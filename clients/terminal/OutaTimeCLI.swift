@@ -26,7 +26,7 @@ struct OutaTimeCLI: ParsableCommand {
         subcommands: [
             List.self, Get.self, History.self, Stats.self, Publish.self,
             Catalog.self, Quote.self, Dispatch.self, Cancel.self,
-            Timers.self, DeLorean.self, Laps.self,
+            Timers.self, DeLorean.self, Laps.self, Watch.self,
         ]
     )
 }

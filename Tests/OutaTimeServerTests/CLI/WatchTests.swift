@@ -1,0 +1,183 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `outatime watch`: the line mode (stdout a pipe) and the full-screen
+/// board (through tmux), against a real in-process server.
+@Suite("outatime watch")
+struct WatchTests {
+    static var outatimeURL: URL {
+        ServerProcess.executableURL.deletingLastPathComponent().appendingPathComponent("outatime")
+    }
+
+    static let tmuxPath: String? = ["/usr/bin/tmux", "/usr/local/bin/tmux", "/opt/homebrew/bin/tmux"]
+        .first { FileManager.default.isExecutableFile(atPath: $0) }
+
+    /// Reads lines from a pipe with bounded waits.
+    final class LineReader {
+        let fd: Int32
+        private var buffer: [UInt8] = []
+        private(set) var lines: [String] = []
+        private(set) var ended = false
+
+        init(_ pipe: Pipe) { fd = pipe.fileHandleForReading.fileDescriptor }
+
+        /// Reads until a line satisfies `match`, the pipe ends, or `timeout` passes.
+        @discardableResult
+        func wait(timeout: Double, for match: (String) -> Bool) -> String? {
+            let deadline = Date().addingTimeInterval(timeout)
+            var checked = 0
+            while true {
+                while checked < lines.count {
+                    defer { checked += 1 }
+                    if match(lines[checked]) { return lines[checked] }
+                }
+                let remaining = deadline.timeIntervalSinceNow
+                if ended || remaining <= 0 { return nil }
+                var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                guard poll(&pfd, 1, Int32(remaining * 1000) + 1) > 0 else { continue }
+                var chunk = [UInt8](repeating: 0, count: 65_536)
+                let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+                if n <= 0 { ended = true; continue }
+                buffer += chunk[0..<n]
+                while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                    lines.append(String(decoding: buffer[..<newline], as: UTF8.self))
+                    buffer.removeSubrange(...newline)
+                }
+            }
+        }
+    }
+
+    @Test("piped, watch prints one line per tick and event of a whole trip")
+    func lineModeTrip() throws {
+        try withTestServer({ $0.deloreanTickMs = 5 }) { server in
+            let set = try CLITests.outatime(["delorean", "set-destination", "x", "1985-10-26T01:21:00Z"], port: server.port)
+            #expect(set.status == 0, "stderr: \(set.stderr)")
+
+            let process = Process()
+            process.executableURL = Self.outatimeURL
+            process.arguments = ["watch", "delorean/x", "--for", "3", "--port", "\(server.port)", "--name", "watcher"]
+            let out = Pipe()
+            process.standardOutput = out
+            process.standardError = FileHandle.nullDevice
+            process.standardInput = FileHandle.nullDevice
+            try process.run()
+            defer {
+                if process.isRunning { process.terminate() }
+                process.waitUntilExit()
+            }
+            let reader = LineReader(out)
+            let synced = reader.wait(timeout: 10) { $0.hasPrefix("delorean/x snapshot") }
+            #expect(synced != nil, "lines: \(reader.lines)")
+
+            let travel = try CLITests.outatime(["delorean", "travel", "x"], port: server.port)
+            #expect(travel.status == 0, "stderr: \(travel.stderr)")
+
+            let trip = reader.wait(timeout: 10) { $0.contains(" time_travel ") }
+            #expect(trip != nil, "lines: \(reader.lines)")
+            // --for 3 ends it: the pipe closes.
+            reader.wait(timeout: 10) { _ in false }
+            #expect(reader.ended)
+
+            let lines = reader.lines
+            #expect(lines.first?.hasPrefix("connection connect") == true)
+            #expect(lines.contains("connection connected 127.0.0.1:\(server.port)"))
+            #expect(lines.contains { $0.hasPrefix("delorean/x #") && $0.contains(" acceleration_started") })
+            let speeds = lines.compactMap { line -> Int? in
+                guard line.hasPrefix("delorean/x tick speed_mph=") else { return nil }
+                return Int(line.dropFirst("delorean/x tick speed_mph=".count))
+            }
+            #expect(speeds == Array(1...88), "speeds: \(speeds)")
+            let travelLine = try #require(lines.firstIndex { $0.contains(" time_travel ") })
+            let lastTick = try #require(lines.lastIndex { $0.contains(" tick ") })
+            #expect(lastTick < travelLine)
+            #expect(lines[travelLine].contains("present_time=1985-10-26T01:21:00Z"))
+        }
+    }
+
+    /// Runs tmux on a private socket (no user config), through posix_spawn
+    /// with an empty signal mask (test threads block most signals, and a
+    /// child inherits the mask). Not Foundation's Process: the tmux server
+    /// that `new-session` forks would inherit Process's exit-monitoring
+    /// descriptor and make the client look alive for the server's lifetime.
+    /// Only `capture` keeps the output (through a temporary file).
+    static func tmux(_ socket: String, _ arguments: [String], capture: Bool = false) -> String {
+        let outputPath = NSTemporaryDirectory() + "outatime-tmux-\(getpid())-\(UUID().uuidString).txt"
+        defer { unlink(outputPath) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, capture ? outputPath : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
+        let argv = [tmuxPath ?? "/usr/bin/tmux", "-L", socket, "-f", "/dev/null"] + arguments
+        var cArguments: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
+        defer { for pointer in cArguments { free(pointer) } }
+        var pid: pid_t = 0
+        guard posix_spawn(&pid, argv[0], &actions, &attributes, &cArguments, environ) == 0 else { return "" }
+        let deadline = Date().addingTimeInterval(10)
+        var status: Int32 = 0
+        while waitpid(pid, &status, WNOHANG) == 0 {
+            if Date() > deadline {
+                kill(pid, SIGKILL)
+                waitpid(pid, &status, 0)
+                break
+            }
+            usleep(10_000)
+        }
+        guard capture else { return "" }
+        return (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+    }
+
+    /// Captures the pane until `match` holds or `timeout` passes; the last capture.
+    static func waitForPane(_ socket: String, timeout: Double, _ match: (String) -> Bool) -> (Bool, String) {
+        let deadline = Date().addingTimeInterval(timeout)
+        var screen = ""
+        while Date() < deadline {
+            screen = tmux(socket, ["capture-pane", "-p", "-t", "watch"], capture: true)
+            if match(screen) { return (true, screen) }
+            usleep(100_000)
+        }
+        return (false, screen)
+    }
+
+    @Test("in a terminal (tmux), keys start and lap a session",
+          .enabled(if: tmuxPath != nil, "tmux is not installed"))
+    func tmuxLaps() throws {
+        try withTestServer { server in
+            let socket = "outatime-watch-\(getpid())-\(server.port)"
+            let command = "\(Self.outatimeURL.path) watch laps/x --port \(server.port) --name tmux --for 30"
+            _ = Self.tmux(socket, ["new-session", "-d", "-s", "watch", "-x", "120", "-y", "40", command])
+            defer {
+                _ = Self.tmux(socket, ["kill-server"])
+                let folder = ProcessInfo.processInfo.environment["TMUX_TMPDIR"] ?? "/tmp"
+                unlink("\(folder)/tmux-\(getuid())/\(socket)")
+            }
+
+            let (shown, first) = Self.waitForPane(socket, timeout: 10) { $0.contains("laps/x") && $0.contains("LAP 0") }
+            #expect(shown, "screen:\n\(first)")
+            #expect(first.contains("s start/stop"))
+
+            _ = Self.tmux(socket, ["send-keys", "-t", "watch", "s"])
+            let (running, second) = Self.waitForPane(socket, timeout: 10) { $0.contains("running") && $0.contains("LAP 1") }
+            #expect(running, "screen:\n\(second)")
+
+            _ = Self.tmux(socket, ["send-keys", "-t", "watch", "l"])
+            let (lapped, third) = Self.waitForPane(socket, timeout: 10) { $0.contains("lap 1  ") && $0.contains("LAP 2") }
+            #expect(lapped, "screen:\n\(third)")
+
+            _ = Self.tmux(socket, ["send-keys", "-t", "watch", "q"])
+            let (gone, _) = Self.waitForPane(socket, timeout: 10) { !$0.contains("LAP 2") }
+            #expect(gone, "q leaves the alternate screen")
+        }
+    }
+}

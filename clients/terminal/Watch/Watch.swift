@@ -1,0 +1,280 @@
+import ArgumentParser
+import Foundation
+import OutaTimeClient
+import OutaTimeProtocol
+import UV
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct Watch: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Watch channels live: a full-screen board, or one line per change when piped.",
+        discussion: """
+            On a terminal: Tab moves between panels; DeLorean t travel; laps s start/stop, \
+            l lap, r reset; timers ↑/↓ select, Enter or space start/stop viewing; q or Ctrl-C quits. \
+            When stdout is not a terminal, every event, tick, presence and connection change \
+            is printed as one line.
+            """)
+
+    @Argument(help: "Channels to watch, e.g. delorean/main laps/run timers/hill-valley.")
+    var channels: [String]
+
+    @Option(name: .customLong("for"), help: ArgumentHelp("Quit after this many seconds.", valueName: "seconds"))
+    var duration: Double?
+
+    @OptionGroup var options: ConnectionOptions
+
+    func run() throws {
+        guard !channels.isEmpty else { throw ValidationError("name at least one channel") }
+        Signal.ignore(SIGPIPE)
+        Signal.unblock([SIGINT, SIGTERM, SIGWINCH])
+        let loop = try Loop()
+        var clientOptions = options.clientOptions
+        clientOptions.reconnect = true
+        let session = WatchSession(loop: loop, options: clientOptions, channels: channels,
+                                   interactive: TTY.isTerminal(1) && TTY.isTerminal(0))
+        try session.start(duration: duration)
+        _ = loop.run()
+        session.restoreTerminal()
+        try? loop.close()
+    }
+}
+
+/// One `watch` run on the main thread's loop.
+final class WatchSession {
+    let loop: Loop
+    let options: ClientOptions
+    let connection: OutaTimeConnection
+    let interactive: Bool
+    var board: WatchBoard
+    private var handles: [Handle] = []
+    private var output: TTY?
+    private var input: TTY?
+    private var redraw: UV.Timer?
+    private var redrawPending = false
+    private var lastDraw: UInt64 = 0
+    private var size = (columns: 80, rows: 24)
+    private var terminalActive = false
+    private var everConnected = false
+    private var finished = false
+
+    init(loop: Loop, options: ClientOptions, channels: [String], interactive: Bool) {
+        self.loop = loop
+        self.options = options
+        self.interactive = interactive
+        connection = OutaTimeConnection(loop: loop, options: options)
+        board = WatchBoard(server: "\(options.host):\(options.port)", channels: channels)
+    }
+
+    func start(duration: Double?) throws {
+        for signum in [SIGINT, SIGTERM] {
+            let signal = Signal(loop: loop)
+            try signal.start(signum) { [unowned self] _ in quit() }
+            handles.append(signal)
+        }
+        if let duration {
+            let timer = UV.Timer(loop: loop)
+            timer.start(timeoutMs: UInt64(max(0, duration) * 1000)) { [unowned self] in quit() }
+            handles.append(timer)
+        }
+        if interactive { try startTerminal() }
+        wire()
+        connection.connect()
+        for channel in board.channels {
+            connection.subscribe(channel) { [unowned self] result in
+                if case .failure(let error) = result { say("\(channel): \(error)") }
+                changed()
+            }
+        }
+        changed()
+    }
+
+    // MARK: connection callbacks
+
+    private func wire() {
+        connection.onStateChange = { [unowned self] state in
+            switch state {
+            case .ready:
+                board.selfSession = connection.hello?.session
+                board.connection = everConnected ? "recovered" : "connected"
+                everConnected = true
+            case .reconnecting(let attempt, _): board.connection = "reconnecting… attempt \(attempt)"
+            case .connecting: board.connection = everConnected ? "reconnecting…" : "connecting…"
+            case .closed(let reason): board.connection = "closed" + (reason.map { ": \($0)" } ?? "")
+            case .idle: break
+            }
+            line(WatchLines.connection(state, host: options.host, port: options.port))
+            changed()
+        }
+        connection.onEvent = { [unowned self] event in line(WatchLines.event(event)); changed() }
+        connection.onTick = { [unowned self] tick in line(WatchLines.tick(tick)); changed() }
+        connection.onPresence = { [unowned self] change in line(WatchLines.presence(change)); changed() }
+        connection.onSync = { [unowned self] sync in line(WatchLines.sync(sync)); changed() }
+        connection.onSubscriptionFailed = { [unowned self] channel, error in say("\(channel): \(error)") }
+        connection.onServerError = { [unowned self] error in say("server: \(error.code): \(error.message)") }
+    }
+
+    /// A line for the non-terminal mode, flushed at once.
+    private func line(_ text: String) {
+        guard !interactive else { return }
+        writeAll(text + "\n")
+    }
+
+    /// A message in the status line (or a line when piped).
+    private func say(_ text: String) {
+        board.status = text
+        if !interactive { writeAll("error \(text)\n") }
+        changed()
+    }
+
+    // MARK: terminal
+
+    private func startTerminal() throws {
+        let output = try TTY(loop: loop, fd: 1)
+        let input = try TTY(loop: loop, fd: 0)
+        self.output = output
+        self.input = input
+        handles += [output, input]
+        if let size = try? output.windowSize() { self.size = size }
+        try input.setRaw(true)
+        terminalActive = true
+        writeAll("\u{1B}[?1049h\u{1B}[?25l\u{1B}[2J")
+        try input.startReading({ [unowned self] bytes in keys(bytes) }, onEnd: { [unowned self] _ in quit() })
+        let winch = Signal(loop: loop)
+        try winch.start(SIGWINCH) { [unowned self] _ in
+            if let size = try? self.output?.windowSize() { self.size = size }
+            writeAll("\u{1B}[2J")
+            changed()
+        }
+        handles.append(winch)
+        let redraw = UV.Timer(loop: loop)
+        self.redraw = redraw
+        handles.append(redraw)
+    }
+
+    /// Leaves the alternate screen and gives the terminal back as it was.
+    func restoreTerminal() {
+        guard terminalActive else { return }
+        terminalActive = false
+        try? input?.setRaw(false)
+        TTY.resetMode()
+        writeAll("\u{1B}[0m\u{1B}[?25h\u{1B}[?1049l")
+    }
+
+    /// Something changed: redraw soon, at most ~20 times a second.
+    private func changed() {
+        guard interactive, !finished, let redraw, !redrawPending else { return }
+        redrawPending = true
+        loop.updateTime()
+        let since = loop.now &- lastDraw
+        redraw.start(timeoutMs: since >= 50 ? 0 : 50 - since) { [unowned self] in draw() }
+    }
+
+    private func draw() {
+        redrawPending = false
+        lastDraw = loop.now
+        guard terminalActive else { return }
+        let lines = WatchRender.lines(board: board, mirrors: connection.allMirrors,
+                                      width: max(20, size.columns), height: max(6, size.rows))
+        var frame = "\u{1B}[H"
+        for (index, text) in lines.enumerated() {
+            frame += text + "\u{1B}[K" + (index == lines.count - 1 ? "" : "\r\n")
+        }
+        writeAll(frame)
+    }
+
+    // MARK: keys
+
+    private func keys(_ bytes: [UInt8]) {
+        var index = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            index += 1
+            if byte == 0x1B, index + 1 < bytes.count + 1, index < bytes.count, bytes[index] == UInt8(ascii: "[") || bytes[index] == UInt8(ascii: "O") {
+                let code = index + 1 < bytes.count ? bytes[index + 1] : 0
+                index += 2
+                if code == UInt8(ascii: "A") { moveSelection(-1) }
+                if code == UInt8(ascii: "B") { moveSelection(1) }
+                continue
+            }
+            switch byte {
+            case 0x03, UInt8(ascii: "q"), UInt8(ascii: "Q"): quit(); return
+            case 0x09: board.focus = (board.focus + 1) % max(1, board.channels.count)
+            case UInt8(ascii: "k"): moveSelection(-1)
+            case UInt8(ascii: "j"): moveSelection(1)
+            default: act(Character(UnicodeScalar(byte)))
+            }
+            changed()
+        }
+    }
+
+    private func moveSelection(_ delta: Int) {
+        guard let channel = board.focusedChannel, WatchBoard.kind(channel) == "timers" else { return }
+        let count = connection.mirror(channel)?.snapshot()?["timers"]?.array.count ?? 0
+        guard count > 0 else { return }
+        board.timerSelection[channel] = ((board.timerSelection[channel] ?? 0) + delta + count) % count
+        changed()
+    }
+
+    /// A key on the focused panel.
+    private func act(_ key: Character) {
+        guard let channel = board.focusedChannel else { return }
+        let state = connection.mirror(channel)?.snapshot()
+        switch (WatchBoard.kind(channel), key) {
+        case ("delorean", "t"): command(channel, "travel")
+        case ("laps", "s"): command(channel, state?["status"]?.text == "running" ? "stop" : "start")
+        case ("laps", "l"): command(channel, "lap")
+        case ("laps", "r"): command(channel, "reset")
+        case ("timers", "\r"), ("timers", "\n"), ("timers", " "):
+            let timers = state?["timers"]?.array ?? []
+            guard !timers.isEmpty else { return say("no timer to start") }
+            let timer = timers[(board.timerSelection[channel] ?? 0) % timers.count]
+            let action = timer["status"]?.text == "running" ? "stop" : "start"
+            command(channel, action, ["id": timer["id"] ?? .null])
+        default: break
+        }
+    }
+
+    private func command(_ channel: String, _ action: String, _ args: [String: JSONValue] = [:]) {
+        board.status = "\(channel): \(action)…"
+        connection.command(channel, action: action, args: args) { [unowned self] result in
+            switch result {
+            case .success: board.status = "\(channel): \(action) ok"
+            case .failure(.server(let error)): board.status = "\(channel): \(action): \(error.code): \(error.message)"
+            case .failure(let error): board.status = "\(channel): \(action): \(error)"
+            }
+            changed()
+        }
+    }
+
+    // MARK: ending
+
+    func quit() {
+        guard !finished else { return }
+        finished = true
+        restoreTerminal()
+        connection.close()
+        for handle in handles { handle.close() }
+        handles = []
+    }
+
+    /// Writes all of `text` to stdout (retrying on a non-blocking descriptor).
+    func writeAll(_ text: String) {
+        var bytes = Array(text.utf8)
+        var offset = 0
+        var spins = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeMutableBytes { write(1, $0.baseAddress! + offset, $0.count - offset) }
+            if written > 0 {
+                offset += written
+            } else if written < 0 && (errno == EAGAIN || errno == EINTR) && spins < 10_000 {
+                spins += 1
+                var pfd = pollfd(fd: 1, events: Int16(POLLOUT), revents: 0)
+                _ = poll(&pfd, 1, 10)
+            } else {
+                return
+            }
+        }
+    }
+}

@@ -1,0 +1,261 @@
+import Foundation
+import OutaTimeClient
+import OutaTimeDomain
+import OutaTimeProtocol
+
+/// What the full-screen view shows besides the mirrors: connection, focus,
+/// selections, the status line.
+struct WatchBoard {
+    var server: String
+    var channels: [String]
+    var connection = "connecting…"
+    var selfSession: String?
+    var focus = 0
+    var timerSelection: [String: Int] = [:]
+    var status = ""
+
+    var focusedChannel: String? { channels.isEmpty ? nil : channels[focus % channels.count] }
+
+    static func kind(_ channel: String) -> String { String(channel.split(separator: "/").first ?? "") }
+
+    /// The keys the focused panel takes.
+    var help: String {
+        let common = "Tab next panel · q quit"
+        switch focusedChannel.map(Self.kind) {
+        case "delorean": return "t travel · " + common
+        case "laps": return "s start/stop · l lap · r reset · " + common
+        case "timers": return "↑/↓ select · Enter/space start/stop viewing · " + common
+        default: return common
+        }
+    }
+}
+
+/// ANSI styling.
+enum ANSI {
+    static let reset = "\u{1B}[0m"
+    static let bold = "\u{1B}[1m"
+    static let dim = "\u{1B}[2m"
+    static let inverse = "\u{1B}[7m"
+    static let red = "\u{1B}[38;5;196m"
+    static let redOrange = "\u{1B}[38;5;202m"
+    static let lime = "\u{1B}[38;5;154m"
+    static let orange = "\u{1B}[38;5;208m"
+    static let cyan = "\u{1B}[36m"
+    static let yellow = "\u{1B}[33m"
+
+    /// Visible width of `text` (escape sequences not counted).
+    static func width(_ text: String) -> Int {
+        var count = 0
+        var inEscape = false
+        for scalar in text.unicodeScalars {
+            if inEscape {
+                if (0x40...0x7E).contains(scalar.value) && scalar != "[" { inEscape = false }
+            } else if scalar == "\u{1B}" {
+                inEscape = true
+            } else {
+                count += 1
+            }
+        }
+        return count
+    }
+
+    /// Cuts `text` to `limit` visible columns, keeping escape sequences.
+    static func clip(_ text: String, _ limit: Int) -> String {
+        var result = ""
+        var count = 0
+        var inEscape = false
+        for scalar in text.unicodeScalars {
+            if inEscape {
+                result.unicodeScalars.append(scalar)
+                if (0x40...0x7E).contains(scalar.value) && scalar != "[" { inEscape = false }
+            } else if scalar == "\u{1B}" {
+                inEscape = true
+                result.unicodeScalars.append(scalar)
+            } else {
+                if count >= limit { continue }
+                count += 1
+                result.unicodeScalars.append(scalar)
+            }
+        }
+        return result + reset
+    }
+}
+
+/// Formatting of times and durations.
+enum WatchFormat {
+    /// `OCT 26 1985 01:21 AM`, or a blank readout.
+    static func circuit(_ iso: JSONValue?) -> String {
+        guard case .string(let text)? = iso else { return "--- -- ---- --:-- --" }
+        return DeLoreanState.display(text)
+    }
+
+    /// Seconds as `HH:MM:SS`.
+    static func hms(_ seconds: Int) -> String {
+        let s = max(0, seconds)
+        return String(format: "%02d:%02d:%02d", s / 3600, (s / 60) % 60, s % 60)
+    }
+
+    /// Milliseconds as `mm:ss.t`.
+    static func lap(_ ms: Int) -> String {
+        let m = max(0, ms)
+        return String(format: "%02d:%02d.%d", m / 60_000, (m / 1000) % 60, (m / 100) % 10)
+    }
+
+    static func int(_ value: JSONValue?) -> Int { Int(value?.number ?? 0) }
+
+    static func pad(_ text: String, _ width: Int, right: Bool = false) -> String {
+        let gap = max(0, width - text.count)
+        return right ? String(repeating: " ", count: gap) + text : text + String(repeating: " ", count: gap)
+    }
+
+    /// `2026-11-22T08:00:00Z` → `11-22 08:00`.
+    static func short(_ iso: JSONValue?) -> String {
+        guard case .string(let text)? = iso, text.count >= 16 else { return "—" }
+        let chars = Array(text)
+        return String(chars[5..<10]) + " " + String(chars[11..<16])
+    }
+}
+
+/// Draws the board: a list of screen lines (with colours).
+enum WatchRender {
+    static func lines(board: WatchBoard, mirrors: [String: ChannelMirror], width: Int, height: Int,
+                      now: Date = Date()) -> [String] {
+        var out: [String] = []
+        let others = Set(mirrors.values.flatMap(\.watchers).filter { $0.session != board.selfSession }.map(\.name))
+        let watching = others.isEmpty ? "no one else watching" : "also watching: " + others.sorted().joined(separator: ", ")
+        out.append(ANSI.inverse + ANSI.bold + " OutaTime " + ANSI.reset + " \(board.server) · \(board.connection) · \(watching)")
+        out.append("")
+        for (index, channel) in board.channels.enumerated() {
+            let focused = index == board.focus % max(1, board.channels.count)
+            let mirror = mirrors[channel]
+            let title = (focused ? ANSI.inverse : ANSI.bold) + " \(channel) " + ANSI.reset
+                + ANSI.dim + "  seq \(mirror?.seq ?? 0) · \(mirror?.watchers.count ?? 0) watching" + ANSI.reset
+            out.append(title)
+            guard let mirror, let state = mirror.snapshot(at: now) else {
+                out.append("  waiting for the channel…")
+                out.append("")
+                continue
+            }
+            switch WatchBoard.kind(channel) {
+            case "delorean": out += delorean(state, tick: mirror.lastTick)
+            case "starport": out += starport(state)
+            case "timers": out += timers(state, tick: mirror.lastTick, selected: board.timerSelection[channel] ?? 0,
+                                         focused: focused)
+            case "laps": out += laps(state, height: max(3, height - 20))
+            default: out.append("  " + Output.inline(state))
+            }
+            out.append("")
+        }
+        // Status and help at the bottom.
+        let body = out.prefix(max(0, height - 2)).map { ANSI.clip($0, width) }
+        var screen = Array(body)
+        while screen.count < height - 2 { screen.append("") }
+        screen.append(ANSI.clip(board.status.isEmpty ? "" : ANSI.yellow + board.status, width))
+        screen.append(ANSI.clip(ANSI.dim + board.help, width))
+        return screen
+    }
+
+    static func delorean(_ state: JSONValue, tick: JSONValue?) -> [String] {
+        let accelerating = state["status"]?.text == "accelerating"
+        let speed = accelerating ? WatchFormat.int(tick?["speed_mph"] ?? state["speed_mph"]) : WatchFormat.int(state["speed_mph"])
+        return [
+            "  DESTINATION TIME   " + ANSI.redOrange + ANSI.bold + WatchFormat.circuit(state["destination_time"]) + ANSI.reset,
+            "  PRESENT TIME       " + ANSI.lime + ANSI.bold + WatchFormat.circuit(state["present_time"]) + ANSI.reset,
+            "  LAST TIME DEPARTED " + ANSI.orange + ANSI.bold + WatchFormat.circuit(state["last_departed"]) + ANSI.reset,
+            "  SPEED              " + ANSI.red + ANSI.bold + DeLoreanState.displaySpeed(speed) + ANSI.reset
+                + ANSI.dim + "  \(state["status"]?.text ?? "")" + ANSI.reset,
+        ]
+    }
+
+    static func starport(_ state: JSONValue) -> [String] {
+        let rows = state["dispatches"]?.array ?? []
+        if rows.isEmpty { return ["  no dispatches"] }
+        func p(_ text: String, _ width: Int, right: Bool = false) -> String { WatchFormat.pad(text, width, right: right) }
+        let header: [String] = [p("ID", 4), p("MODEL", 10), p("PATH", 10), p("DIST km", 10, right: true),
+                                p("DUR h", 8, right: true), "  ", p("DEPARTS", 12), p("ARRIVES", 12), "STATUS"]
+        var out = [ANSI.bold + "  " + header.joined() + ANSI.reset]
+        for row in rows {
+            let hours = String(format: "%.2f", (row["duration_s"]?.number ?? 0) / 3600)
+            let cells: [String] = [p(row["id"]?.text ?? "", 4), p(row["model"]?.text ?? "", 10), p(row["path"]?.text ?? "", 10),
+                                   p(row["distance_km"]?.text ?? "", 10, right: true), p(hours, 8, right: true), "  ",
+                                   p(WatchFormat.short(row["departs_at"]), 12), p(WatchFormat.short(row["arrives_at"]), 12),
+                                   row["status"]?.text ?? ""]
+            out.append("  " + cells.joined())
+        }
+        return out
+    }
+
+    static func timers(_ state: JSONValue, tick: JSONValue?, selected: Int, focused: Bool) -> [String] {
+        let rows = state["timers"]?.array ?? []
+        if rows.isEmpty { return ["  no timers"] }
+        var ticked: [Int: Int] = [:]
+        for entry in tick?["timers"]?.array ?? [] {
+            ticked[WatchFormat.int(entry["id"])] = WatchFormat.int(entry["remaining_s"])
+        }
+        func p(_ text: String, _ width: Int, right: Bool = false) -> String { WatchFormat.pad(text, width, right: right) }
+        let header: [String] = [p("ID", 4), p("EVENT", 24), p("LOCATION", 16), p("REMAINING", 11), p("STATUS", 10), "VIEWERS"]
+        var out = [ANSI.bold + "    " + header.joined() + ANSI.reset]
+        for (index, row) in rows.enumerated() {
+            let id = WatchFormat.int(row["id"])
+            let running = row["status"]?.text == "running"
+            let remaining = running ? (ticked[id] ?? WatchFormat.int(row["remaining_s"])) : WatchFormat.int(row["remaining_s"])
+            let marker = focused && index == selected % rows.count ? ANSI.inverse + " ▶" + ANSI.reset + "  " : "    "
+            let cells: [String] = [marker, p("\(id)", 4), p(row["event"]?.text ?? "", 24), p(row["location"]?.text ?? "", 16),
+                                   running ? ANSI.lime : "", p(WatchFormat.hms(remaining), 11), ANSI.reset,
+                                   p(row["status"]?.text ?? "", 10), row["viewers"]?.text ?? "0"]
+            out.append(cells.joined())
+        }
+        return out
+    }
+
+    static func laps(_ state: JSONValue, height: Int) -> [String] {
+        let laps = state["laps"]?.array ?? []
+        let lapTime = WatchFormat.lap(WatchFormat.int(state["lap_elapsed_ms"]))
+        let total = WatchFormat.lap(WatchFormat.int(state["total_elapsed_ms"]))
+        let head: [String] = ["  ", ANSI.bold, "LAP \(WatchFormat.int(state["lap_number"]))", ANSI.reset,
+                              "   lap ", ANSI.lime, lapTime, ANSI.reset, "   total ", ANSI.orange, total, ANSI.reset,
+                              "   ", state["status"]?.text ?? ""]
+        var out = [head.joined()]
+        let average = state["average_lap_ms"]?.number.map { WatchFormat.lap(Int($0)) } ?? "—"
+        out.append("  laps: \(laps.count)   average \(average)")
+        for entry in laps.suffix(height) {
+            out.append("    lap \(WatchFormat.int(entry["lap"]))  \(WatchFormat.lap(WatchFormat.int(entry["time_ms"])))")
+        }
+        return out
+    }
+}
+
+/// One line per change, for a stdout that is not a terminal.
+enum WatchLines {
+    static func event(_ event: ChannelEvent) -> String {
+        "\(event.channel) #\(event.seq) \(event.event)\(event.replayed ? " (recovered)" : "") \(Output.inline(event.data))"
+    }
+
+    static func tick(_ tick: ChannelTick) -> String { "\(tick.channel) tick \(Output.inline(tick.data))" }
+
+    static func presence(_ change: PresenceChange) -> String {
+        var parts = ["\(change.channel) presence"]
+        if !change.joined.isEmpty { parts.append("joined=" + change.joined.map(\.name).joined(separator: ",")) }
+        if !change.left.isEmpty { parts.append("left=" + change.left.map(\.name).joined(separator: ",")) }
+        return parts.joined(separator: " ")
+    }
+
+    static func sync(_ sync: ChannelSync) -> String {
+        switch sync.method {
+        case .snapshot: "\(sync.channel) snapshot seq \(sync.seq)"
+        case .reloaded: "\(sync.channel) reloaded seq \(sync.seq)"
+        case .recovered(let events): "\(sync.channel) recovered \(events) event(s) seq \(sync.seq)"
+        }
+    }
+
+    static func connection(_ state: ConnectionState, host: String, port: Int) -> String {
+        switch state {
+        case .idle: "connection idle"
+        case .connecting: "connection connecting \(host):\(port)"
+        case .ready: "connection connected \(host):\(port)"
+        case .reconnecting(let attempt, let delay): "connection reconnecting attempt \(attempt) in \(delay) ms"
+        case .closed(let reason?): "connection closed \(reason)"
+        case .closed(nil): "connection closed"
+        }
+    }
+}
