@@ -1,4 +1,4 @@
-# OutaTime server image.
+# OutaTime image: the server, and the terminal client `outatime`.
 #
 #   docker compose up --build          (see docker-compose.yml)
 #   docker build -t outatime-server .
@@ -21,10 +21,14 @@ RUN swift package resolve
 
 COPY Sources ./Sources
 COPY Tests ./Tests
+COPY clients ./clients
 # The Swift runtime and Foundation are linked statically, so the runtime stage
-# needs only the C libraries.
+# needs only the C libraries. The image carries the server and the terminal
+# client `outatime`.
 RUN swift build -c release --product outatime-server --static-swift-stdlib \
- && install -D "$(swift build -c release --show-bin-path)/outatime-server" /out/outatime-server
+ && swift build -c release --product outatime --static-swift-stdlib \
+ && install -D "$(swift build -c release --show-bin-path)/outatime-server" /out/outatime-server \
+ && install -D "$(swift build -c release --show-bin-path)/outatime" /out/outatime
 
 # Runtime stage: a slim Debian with the C libraries the binary links
 # (libuv, SQLite, the C++ runtime Foundation uses).
@@ -38,6 +42,7 @@ RUN apt-get update \
  && chown outatime:outatime /data
 
 COPY --from=build /out/outatime-server /usr/local/bin/outatime-server
+COPY --from=build /out/outatime /usr/local/bin/outatime
 
 USER outatime
 WORKDIR /data
