@@ -12,9 +12,6 @@ struct WatchTests {
         ServerProcess.executableURL.deletingLastPathComponent().appendingPathComponent("outatime")
     }
 
-    static let tmuxPath: String? = ["/usr/bin/tmux", "/usr/local/bin/tmux", "/opt/homebrew/bin/tmux"]
-        .first { FileManager.default.isExecutableFile(atPath: $0) }
-
     /// Reads lines from a pipe with bounded waits.
     final class LineReader {
         let fd: Int32
@@ -97,86 +94,29 @@ struct WatchTests {
         }
     }
 
-    /// Runs tmux on a private socket (no user config), through posix_spawn
-    /// with an empty signal mask (test threads block most signals, and a
-    /// child inherits the mask). Not Foundation's Process: the tmux server
-    /// that `new-session` forks would inherit Process's exit-monitoring
-    /// descriptor and make the client look alive for the server's lifetime.
-    /// Only `capture` keeps the output (through a temporary file).
-    static func tmux(_ socket: String, _ arguments: [String], capture: Bool = false) -> String {
-        let outputPath = NSTemporaryDirectory() + "outatime-tmux-\(getpid())-\(UUID().uuidString).txt"
-        defer { unlink(outputPath) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, capture ? outputPath : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
-        let argv = [tmuxPath ?? "/usr/bin/tmux", "-L", socket, "-f", "/dev/null"] + arguments
-        var cArguments: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
-        defer { for pointer in cArguments { free(pointer) } }
-        var pid: pid_t = 0
-        guard posix_spawn(&pid, argv[0], &actions, &attributes, &cArguments, environ) == 0 else { return "" }
-        let deadline = Date().addingTimeInterval(10)
-        var status: Int32 = 0
-        while waitpid(pid, &status, WNOHANG) == 0 {
-            if Date() > deadline {
-                kill(pid, SIGKILL)
-                waitpid(pid, &status, 0)
-                break
-            }
-            usleep(10_000)
-        }
-        guard capture else { return "" }
-        return (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
-    }
-
-    /// Captures the pane until `match` holds or `timeout` passes; the last capture.
-    static func waitForPane(_ socket: String, timeout: Double, _ match: (String) -> Bool) -> (Bool, String) {
-        let deadline = Date().addingTimeInterval(timeout)
-        var screen = ""
-        while Date() < deadline {
-            screen = tmux(socket, ["capture-pane", "-p", "-t", "watch"], capture: true)
-            if match(screen) { return (true, screen) }
-            usleep(100_000)
-        }
-        return (false, screen)
-    }
-
     @Test("in a terminal (tmux), keys start and lap a session",
-          .enabled(if: tmuxPath != nil, "tmux is not installed"))
+          .enabled(if: Tmux.path != nil, "tmux is not installed"))
     func tmuxLaps() throws {
         try withTestServer { server in
             let socket = "outatime-watch-\(getpid())-\(server.port)"
             let command = "\(Self.outatimeURL.path) watch laps/x --port \(server.port) --name tmux --for 30"
-            _ = Self.tmux(socket, ["new-session", "-d", "-s", "watch", "-x", "120", "-y", "40", command])
-            defer {
-                _ = Self.tmux(socket, ["kill-server"])
-                let folder = ProcessInfo.processInfo.environment["TMUX_TMPDIR"] ?? "/tmp"
-                unlink("\(folder)/tmux-\(getuid())/\(socket)")
-            }
+            _ = Tmux.run(socket, ["new-session", "-d", "-s", "watch", "-x", "120", "-y", "40", command])
+            defer { Tmux.killServer(socket) }
 
-            let (shown, first) = Self.waitForPane(socket, timeout: 10) { $0.contains("laps/x") && $0.contains("LAP 0") }
+            let (shown, first) = Tmux.waitForPane(socket, timeout: 10) { $0.contains("laps/x") && $0.contains("LAP 0") }
             #expect(shown, "screen:\n\(first)")
             #expect(first.contains("s start/stop"))
 
-            _ = Self.tmux(socket, ["send-keys", "-t", "watch", "s"])
-            let (running, second) = Self.waitForPane(socket, timeout: 10) { $0.contains("running") && $0.contains("LAP 1") }
+            _ = Tmux.run(socket, ["send-keys", "-t", "watch", "s"])
+            let (running, second) = Tmux.waitForPane(socket, timeout: 10) { $0.contains("running") && $0.contains("LAP 1") }
             #expect(running, "screen:\n\(second)")
 
-            _ = Self.tmux(socket, ["send-keys", "-t", "watch", "l"])
-            let (lapped, third) = Self.waitForPane(socket, timeout: 10) { $0.contains("lap 1  ") && $0.contains("LAP 2") }
+            _ = Tmux.run(socket, ["send-keys", "-t", "watch", "l"])
+            let (lapped, third) = Tmux.waitForPane(socket, timeout: 10) { $0.contains("lap 1  ") && $0.contains("LAP 2") }
             #expect(lapped, "screen:\n\(third)")
 
-            _ = Self.tmux(socket, ["send-keys", "-t", "watch", "q"])
-            let (gone, _) = Self.waitForPane(socket, timeout: 10) { !$0.contains("LAP 2") }
+            _ = Tmux.run(socket, ["send-keys", "-t", "watch", "q"])
+            let (gone, _) = Tmux.waitForPane(socket, timeout: 10) { !$0.contains("LAP 2") }
             #expect(gone, "q leaves the alternate screen")
         }
     }
