@@ -57,6 +57,9 @@ final class WatchSession {
     private var size = (columns: 80, rows: 24)
     private var terminalActive = false
     private var everConnected = false
+    /// Timers this watcher views (`channel#id`): viewing is per connection, so
+    /// after a reconnect they are started again.
+    private var viewing: Set<String> = []
     private var finished = false
 
     init(loop: Loop, options: ClientOptions, channels: [String], interactive: Bool) {
@@ -98,6 +101,7 @@ final class WatchSession {
             case .ready:
                 board.selfSession = connection.hello?.session
                 board.connection = everConnected ? "recovered" : "connected"
+                if everConnected { reviewTimers() }
                 everConnected = true
             case .reconnecting(let attempt, _): board.connection = "reconnecting… attempt \(attempt)"
             case .connecting: board.connection = everConnected ? "reconnecting…" : "connecting…"
@@ -230,13 +234,17 @@ final class WatchSession {
             let timers = state?["timers"]?.array ?? []
             guard !timers.isEmpty else { return say("no timer to start") }
             let timer = timers[(board.timerSelection[channel] ?? 0) % timers.count]
-            let action = timer["status"]?.text == "running" ? "stop" : "start"
-            command(channel, action, ["id": timer["id"] ?? .null])
+            let key = "\(channel)#\(timer["id"]?.text ?? "")"
+            let action = viewing.contains(key) ? "stop" : "start"
+            command(channel, action, ["id": timer["id"] ?? .null]) { [unowned self] ok in
+                if ok && action == "start" { viewing.insert(key) } else { viewing.remove(key) }
+            }
         default: break
         }
     }
 
-    private func command(_ channel: String, _ action: String, _ args: [String: JSONValue] = [:]) {
+    private func command(_ channel: String, _ action: String, _ args: [String: JSONValue] = [:],
+                         then: ((Bool) -> Void)? = nil) {
         board.status = "\(channel): \(action)…"
         connection.command(channel, action: action, args: args) { [unowned self] result in
             switch result {
@@ -244,7 +252,20 @@ final class WatchSession {
             case .failure(.server(let error)): board.status = "\(channel): \(action): \(error.code): \(error.message)"
             case .failure(let error): board.status = "\(channel): \(action): \(error)"
             }
+            if case .success = result { then?(true) } else { then?(false) }
             changed()
+        }
+    }
+
+    /// After a reconnect: view again the timers this watcher was viewing
+    /// (the old connection's views ended with it).
+    private func reviewTimers() {
+        for key in viewing.sorted() {
+            guard let hash = key.lastIndex(of: "#"), let id = Int64(key[key.index(after: hash)...]) else { continue }
+            let channel = String(key[..<hash])
+            command(channel, "start", ["id": .int(id)]) { [unowned self] ok in
+                if !ok { viewing.remove(key) }
+            }
         }
     }
 
