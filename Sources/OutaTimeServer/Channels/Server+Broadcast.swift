@@ -14,11 +14,14 @@ extension Server {
             return 0
         }
         var delivered = 0
+        let limit = config.outputLimitBytes
         for session in subscribers where session !== except && session.state == .ready {
-            session.send(frame)
-            delivered += 1
+            if session.queue(frame, limit: limit) { delivered += 1 }
         }
+        // Counted once per broadcast: the fan-out loop stays lean.
         counters.deliveries += delivered
+        counters.framesOut += delivered
+        counters.bytesOut += delivered * frame.count
         return delivered
     }
 

@@ -62,11 +62,23 @@ final class Session {
     /// Queues one encoded frame; no copy (the same `Frame` may go to many
     /// sessions). A session over its output limit is closed as a slow consumer.
     func send(_ frame: Frame) {
-        guard !isSealed, state != .closed else { return }
-        enqueue(frame)
-        if stream.bufferedByteCount > server.config.outputLimitBytes {
+        guard queue(frame, limit: server.config.outputLimitBytes) else { return }
+        server.counters.framesOut += 1
+        server.counters.bytesOut += frame.count
+    }
+
+    /// Queues `frame` without touching the server's counters (a broadcast
+    /// counts once for all its subscribers). Returns false when the session
+    /// takes no more output.
+    @inline(__always)
+    func queue(_ frame: Frame, limit: Int) -> Bool {
+        guard !isSealed, state != .closed else { return false }
+        stream.enqueue(frame)
+        if !isDirty { server.markDirty(self) }
+        if stream.bufferedByteCount > limit {
             server.close(self, bye: .slowConsumer)
         }
+        return true
     }
 
     /// Queues the last frame of a conversation (the `bye`) and seals the
