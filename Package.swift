@@ -15,6 +15,7 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
     ],
     targets: [
         .systemLibrary(
@@ -53,13 +54,22 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        .executableTarget(
+            name: "outatime-load",
+            dependencies: [
+                "UV", "OutaTimeProtocol",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ],
+            path: "clients/load"
+        ),
         .testTarget(name: "UVTests", dependencies: ["UV"]),
         .testTarget(name: "OutaTimeProtocolTests", dependencies: ["OutaTimeProtocol"]),
         .testTarget(name: "OutaTimeDomainTests", dependencies: ["OutaTimeDomain", "OutaTimeProtocol"]),
         .testTarget(name: "OutaTimeStoreTests", dependencies: ["OutaTimeStore"]),
         .testTarget(
             name: "OutaTimeServerTests",
-            dependencies: ["OutaTimeServer", "OutaTimeProtocol", "outatime-server", "outatime"]
+            dependencies: ["OutaTimeServer", "OutaTimeProtocol", "outatime-server", "outatime", "outatime-load"]
         ),
         .testTarget(
             name: "OutaTimeClientTests",
