@@ -1,0 +1,78 @@
+import Histogram
+import Synchronization
+import UV
+
+/// What one worker has seen so far, readable from the coordinating thread
+/// (relaxed atomics: the numbers are counters, read for progress and at the end).
+final class FanoutTally: Sendable {
+    /// Subscribers on this worker (fixed at start).
+    let subscriberCount: Int
+    /// Connections that completed their setup (`hello`, and `subscribe` for subscribers).
+    let ready = Atomic<Int>(0)
+    /// Distinct (subscriber, seq) deliveries.
+    let delivered = Atomic<Int>(0)
+    /// Deliveries of a seq a subscriber had already received.
+    let duplicated = Atomic<Int>(0)
+    /// The fewest distinct messages any subscriber of this worker has received.
+    let slowest = Atomic<Int>(0)
+    /// Monotonic time of the last delivery, ns.
+    let lastDeliveryNs = Atomic<UInt64>(0)
+    /// Publish frames sent (only the worker that hosts the publisher).
+    let published = Atomic<Int>(0)
+    /// Connection failures and refused requests.
+    let errors = Atomic<Int>(0)
+    private let firstErrorText = Mutex<String?>(nil)
+    private let latency = Mutex<Histogram<UInt64>?>(nil)
+
+    init(subscriberCount: Int) { self.subscriberCount = subscriberCount }
+
+    /// Counts a failure and keeps the first reason for the report.
+    func recordError(_ reason: String) {
+        errors.add(1, ordering: .relaxed)
+        firstErrorText.withLock { if $0 == nil { $0 = reason } }
+    }
+
+    /// The first failure's reason, if any.
+    var firstError: String? { firstErrorText.withLock { $0 } }
+
+    /// Hands over the worker's latency histogram when it finishes.
+    func storeLatency(_ histogram: Histogram<UInt64>) { latency.withLock { $0 = histogram } }
+
+    /// The worker's latency histogram, once it has finished.
+    var finalLatency: Histogram<UInt64>? { latency.withLock { $0 } }
+}
+
+/// Orders to a worker, posted from other threads through its inbox.
+enum WorkerOrder: Sendable {
+    /// All connections are ready: start publishing (publisher worker).
+    case startPublishing
+    /// The duration is over: send no more.
+    case stopPublishing
+    /// Another worker's slowest subscriber advanced: the window may have room.
+    case progress
+    /// Close everything and let the loop exit.
+    case finish
+}
+
+/// The inboxes of every worker, filled once all threads have started.
+final class WorkerDirectory: Sendable {
+    private let senders = Mutex<[InboxSender<WorkerOrder>]>([])
+
+    func register(_ sender: InboxSender<WorkerOrder>, at index: Int) {
+        senders.withLock { list in
+            while list.count <= index { list.append(sender) }
+            list[index] = sender
+        }
+    }
+
+    /// Posts `order` to worker `index` (no-op if it is not registered yet).
+    func post(_ order: WorkerOrder, to index: Int) {
+        let sender = senders.withLock { $0.indices.contains(index) ? $0[index] : nil }
+        sender?.post(order)
+    }
+
+    /// Posts `order` to every worker.
+    func broadcast(_ order: WorkerOrder) {
+        for sender in senders.withLock({ $0 }) { sender.post(order) }
+    }
+}

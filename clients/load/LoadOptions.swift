@@ -1,0 +1,30 @@
+import ArgumentParser
+import Foundation
+
+/// Flags every scenario shares: where the server is, how long to run, how to print.
+struct LoadOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Server address: a numeric IPv4/IPv6 address or a host name (env OUTATIME_HOST).", valueName: "host"))
+    var host: String = ProcessInfo.processInfo.environment["OUTATIME_HOST"] ?? "127.0.0.1"
+
+    @Option(help: ArgumentHelp("Server port (env OUTATIME_PORT).", valueName: "port"))
+    var port: Int = Int(ProcessInfo.processInfo.environment["OUTATIME_PORT"] ?? "") ?? 1985
+
+    @Option(help: ArgumentHelp("Stop sending after this many seconds, then wait for what is in flight.", valueName: "seconds"))
+    var duration: Double = 60
+
+    @Option(help: ArgumentHelp("Give up when no delivery arrives for this many seconds.", valueName: "seconds"))
+    var stallTimeout: Double = 10
+
+    @Option(help: ArgumentHelp("Event loops (threads) that drive the connections.", valueName: "count"))
+    var loops: Int = 2
+
+    @Flag(help: "Print the result as one JSON object instead of a table.")
+    var json = false
+
+    func validateShared() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0…65535, got \(port)") }
+        guard duration > 0 else { throw ValidationError("--duration must be positive, got \(duration)") }
+        guard stallTimeout > 0 else { throw ValidationError("--stall-timeout must be positive, got \(stallTimeout)") }
+        guard (1...64).contains(loops) else { throw ValidationError("--loops must be 1…64, got \(loops)") }
+    }
+}

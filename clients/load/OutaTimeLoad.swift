@@ -1,0 +1,21 @@
+import ArgumentParser
+
+/// `outatime-load`: drives a running OutaTime server with many connections
+/// from a few event loops and reports throughput and latency percentiles.
+@main
+struct OutaTimeLoad: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "outatime-load",
+        abstract: "Load-test an OutaTime server.",
+        discussion: """
+        Start a server first (for example `outatime-server --port 19000 --db /tmp/load.sqlite`),
+        then run a scenario against it:
+
+          outatime-load fanout --port 19000 --subscribers 100 --messages 50000 --size 64
+
+        A progress line goes to stderr once a second; the result table (or --json) to stdout.
+        Exit status 0 means every expected delivery arrived exactly once and nothing failed.
+        """,
+        subcommands: [FanoutCommand.self]
+    )
+}

@@ -1,0 +1,48 @@
+import Dispatch
+import Foundation
+import Synchronization
+import UV
+
+/// Runs one loop per thread. Each thread builds its loop and its worker,
+/// registers the worker's inbox and runs until the worker closes its handles.
+final class WorkerThreads: Sendable {
+    private let finished = DispatchSemaphore(value: 0)
+    private let count: Int
+
+    /// Starts `count` threads; `makeWorker(index, loop)` runs on each thread
+    /// and returns the worker, kept alive while its loop runs (or throws, which counts as finished).
+    init(count: Int, makeWorker: @escaping @Sendable (Int, Loop) throws -> AnyObject,
+         onStartFailure: @escaping @Sendable (Int, Error) -> Void) {
+        self.count = count
+        let started = DispatchSemaphore(value: 0)
+        for index in 0..<count {
+            let finished = finished
+            let thread = Thread {
+                defer { finished.signal() }
+                let loop: Loop
+                let worker: AnyObject
+                do {
+                    loop = try Loop()
+                    worker = try makeWorker(index, loop)
+                } catch {
+                    onStartFailure(index, error)
+                    started.signal()
+                    return
+                }
+                started.signal()
+                withExtendedLifetime(worker) { _ = loop.run() }
+                try? loop.close()
+            }
+            thread.name = "outatime-load-\(index)"
+            thread.start()
+        }
+        for _ in 0..<count { started.wait() }
+    }
+
+    /// Waits up to `seconds` for every thread to end; false on timeout.
+    func join(within seconds: Double) -> Bool {
+        let deadline = DispatchTime.now() + seconds
+        for _ in 0..<count where finished.wait(timeout: deadline) == .timedOut { return false }
+        return true
+    }
+}

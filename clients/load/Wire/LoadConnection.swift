@@ -1,0 +1,93 @@
+import Foundation
+import OutaTimeProtocol
+import UV
+
+/// One framed client connection on a worker's loop: connects, reads frames
+/// into `onFrame`, queues outbound bodies. Every failure (connect, read end,
+/// write error, bad frame) ends in `onFailure` once, then the stream closes.
+final class LoadConnection {
+    private let stream: TCPStream
+    /// Server frames may be up to 16 MiB (PROTOCOL.md §1).
+    private var decoder = FrameDecoder(maxFrame: 16 * 1024 * 1024)
+    /// Called with each frame body; the pointer is valid only during the call.
+    var onFrame: ((UnsafeRawBufferPointer) -> Void)?
+    /// Called once with a readable reason when the connection fails.
+    var onFailure: ((String) -> Void)?
+    private(set) var isClosed = false
+
+    init(loop: Loop) { stream = TCPStream(loop: loop) }
+
+    /// Connects to `address`; `connected` runs once reading has started.
+    func open(_ address: SocketAddress, _ connected: @escaping () -> Void) {
+        stream.onWriteError = { [weak self] error in self?.fail("write failed: \(error)") }
+        stream.connect(to: address) { [weak self] error in
+            guard let self, !self.isClosed else { return }
+            if let error {
+                self.fail("cannot connect to \(address): \(error)")
+                return
+            }
+            self.stream.setNoDelay()
+            do {
+                try self.stream.startReading(
+                    onData: { [weak self] bytes in self?.received(bytes) },
+                    onEnd: { [weak self] error in self?.fail("server closed the connection (\(error))") })
+            } catch {
+                self.fail("cannot start reading: \(error)")
+                return
+            }
+            connected()
+        }
+    }
+
+    /// Queues one frame (header written here) without flushing.
+    func enqueue(body: [UInt8]) {
+        guard !isClosed else { return }
+        var frame = [UInt8](repeating: 0, count: 4)
+        frame.reserveCapacity(4 + body.count)
+        let length = UInt32(body.count)
+        frame[0] = UInt8(length >> 24)
+        frame[1] = UInt8(length >> 16 & 0xFF)
+        frame[2] = UInt8(length >> 8 & 0xFF)
+        frame[3] = UInt8(length & 0xFF)
+        frame.append(contentsOf: body)
+        stream.enqueue(OwnedBytes(frame))
+    }
+
+    /// Queues a JSON text body and sends everything queued.
+    func send(_ json: String) {
+        enqueue(body: Array(json.utf8))
+        flush()
+    }
+
+    /// Hands queued frames to the kernel.
+    func flush() { stream.flush() }
+
+    /// Bytes queued but not yet taken by the kernel.
+    var bufferedByteCount: Int { stream.bufferedByteCount }
+
+    /// Closes without reporting a failure.
+    func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        onFrame = nil
+        onFailure = nil
+        stream.close()
+    }
+
+    /// Reports `reason` once and closes.
+    func fail(_ reason: String) {
+        guard !isClosed else { return }
+        let callback = onFailure
+        close()
+        callback?(reason)
+    }
+
+    private func received(_ bytes: UnsafeRawBufferPointer) {
+        guard let onFrame else { return }
+        do throws(FrameError) {
+            try decoder.feed(bytes) { body in onFrame(body) }
+        } catch {
+            fail("bad frame from the server: \(error)")
+        }
+    }
+}

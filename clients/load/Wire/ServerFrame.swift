@@ -1,0 +1,80 @@
+import Foundation
+
+/// What the harness needs to know about one frame from the server, found
+/// without a JSON parse for the hot cases (a load `message`, `presence`).
+enum ServerFrame {
+    /// A `message` push whose data the harness wrote: its sequence number and
+    /// the publisher's monotonic send time in nanoseconds.
+    case loadMessage(seq: Int, sentNs: UInt64)
+    /// A push the harness does not care about (`presence`, `tick`, `event`, …).
+    case otherPush
+    /// A reply to the request with integer `id`; `error` is `code: message` when not ok.
+    case reply(id: Int?, error: String?)
+    /// An `error` or `bye` push: the run is broken.
+    case failure(String)
+
+    private static let dataMarker = Array(#""data":"L "#.utf8)
+    private static let presenceMarker = Array(#""type":"presence""#.utf8)
+
+    /// Classifies one frame body.
+    static func classify(_ body: UnsafeRawBufferPointer) -> ServerFrame {
+        if let start = WireBytes.find(dataMarker, in: body),
+           let (seq, afterSeq) = WireBytes.parseInt(body, at: start + dataMarker.count),
+           let (sent, _) = WireBytes.parseInt(body, at: afterSeq + 1) {
+            return .loadMessage(seq: seq, sentNs: UInt64(sent))
+        }
+        if WireBytes.find(presenceMarker, in: body) != nil { return .otherPush }
+        guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
+            return .failure("unreadable frame from the server: \(String(decoding: body.prefix(200), as: UTF8.self))")
+        }
+        switch object["type"] as? String {
+        case "reply":
+            let id = (object["id"] as? NSNumber)?.intValue
+            if object["ok"] as? Bool == true { return .reply(id: id, error: nil) }
+            return .reply(id: id, error: describe(object["error"]))
+        case "error":
+            return .failure("error push: \(describe(object["error"]))")
+        case "bye":
+            return .failure("server said bye: \(object["reason"] as? String ?? "?")")
+        default:
+            return .otherPush
+        }
+    }
+
+    private static func describe(_ error: Any?) -> String {
+        guard let error = error as? [String: Any] else { return "unknown error" }
+        return "\(error["code"] as? String ?? "?"): \(error["message"] as? String ?? "")"
+    }
+}
+
+/// Byte scanning on frame bodies.
+enum WireBytes {
+    /// The offset of the first occurrence of `needle` in `haystack`.
+    static func find(_ needle: [UInt8], in haystack: UnsafeRawBufferPointer) -> Int? {
+        guard let first = needle.first, haystack.count >= needle.count else { return nil }
+        var index = 0
+        let last = haystack.count - needle.count
+        outer: while index <= last {
+            if haystack[index] == first {
+                for offset in 1..<needle.count where haystack[index + offset] != needle[offset] {
+                    index += 1
+                    continue outer
+                }
+                return index
+            }
+            index += 1
+        }
+        return nil
+    }
+
+    /// Parses the decimal digits at `offset`; returns the value and the offset after them.
+    static func parseInt(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> (Int, Int)? {
+        var index = offset
+        var value = 0
+        while index < bytes.count, bytes[index] >= 0x30, bytes[index] <= 0x39 {
+            value = value &* 10 &+ Int(bytes[index] - 0x30)
+            index += 1
+        }
+        return index > offset ? (value, index) : nil
+    }
+}
