@@ -1,4 +1,5 @@
-# OutaTime image: the server, and the terminal client `outatime`.
+# OutaTime image: the server, the terminal client `outatime` and the load
+# harness `outatime-load`.
 #
 #   docker compose up --build          (see docker-compose.yml)
 #   docker build -t outatime-server .
@@ -27,8 +28,10 @@ COPY clients ./clients
 # client `outatime`.
 RUN swift build -c release --product outatime-server --static-swift-stdlib \
  && swift build -c release --product outatime --static-swift-stdlib \
+ && swift build -c release --product outatime-load --static-swift-stdlib \
  && install -D "$(swift build -c release --show-bin-path)/outatime-server" /out/outatime-server \
- && install -D "$(swift build -c release --show-bin-path)/outatime" /out/outatime
+ && install -D "$(swift build -c release --show-bin-path)/outatime" /out/outatime \
+ && install -D "$(swift build -c release --show-bin-path)/outatime-load" /out/outatime-load
 
 # Runtime stage: a slim Debian with the C libraries the binary links
 # (libuv, SQLite, the C++ runtime Foundation uses).
@@ -43,6 +46,7 @@ RUN apt-get update \
 
 COPY --from=build /out/outatime-server /usr/local/bin/outatime-server
 COPY --from=build /out/outatime /usr/local/bin/outatime
+COPY --from=build /out/outatime-load /usr/local/bin/outatime-load
 
 USER outatime
 WORKDIR /data
