@@ -16,6 +16,6 @@ struct OutaTimeLoad: ParsableCommand {
         A progress line goes to stderr once a second; the result table (or --json) to stdout.
         Exit status 0 means every expected delivery arrived exactly once and nothing failed.
         """,
-        subcommands: [FanoutCommand.self]
+        subcommands: [FanoutCommand.self, CommandsCommand.self]
     )
 }
