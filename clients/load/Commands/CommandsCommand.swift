@@ -118,10 +118,7 @@ struct CommandsCommand: ParsableCommand {
                 ("acknowledged", "\(Report.grouped(acknowledged)) of \(Report.grouped(sent)) sent"),
                 ("elapsed", String(format: "%.3f s", seconds)),
                 ("commands/s", Report.grouped(Int(rate))),
-                ("latency p50", LatencySummary.millis(summary.p50)),
-                ("latency p99", LatencySummary.millis(summary.p99)),
-                ("latency p99.9", LatencySummary.millis(summary.p999)),
-                ("latency max", LatencySummary.millis(summary.max)),
+            ] + summary.rows + [
                 ("errors", Report.grouped(errors)),
                 ("events committed", events.map(Report.grouped) ?? "?"),
                 ("store batches", batches.map(Report.grouped) ?? "?"),

@@ -3,7 +3,7 @@ import Synchronization
 
 /// What one commands worker has seen so far, readable from the coordinating
 /// thread (relaxed atomics: counters read for progress and at the end).
-final class CommandsTally: Sendable {
+final class CommandsTally: WorkerTally, @unchecked Sendable {
     /// Clients on this worker (fixed at start).
     let clientCount: Int
     /// Clients whose `hello` was answered.
@@ -14,24 +14,8 @@ final class CommandsTally: Sendable {
     let acknowledged = Atomic<Int>(0)
     /// Monotonic time of the last acknowledgement, ns.
     let lastAckNs = Atomic<UInt64>(0)
-    /// Error replies, error pushes and disconnects.
-    let errors = Atomic<Int>(0)
-    private let firstErrorText = Mutex<String?>(nil)
-    private let latency = Mutex<Histogram<UInt64>?>(nil)
 
     init(clientCount: Int) { self.clientCount = clientCount }
-
-    /// Counts a failure and keeps the first reason for the report.
-    func recordError(_ reason: String) {
-        errors.add(1, ordering: .relaxed)
-        firstErrorText.withLock { if $0 == nil { $0 = reason } }
-    }
-
-    var firstError: String? { firstErrorText.withLock { $0 } }
-
-    func storeLatency(_ histogram: Histogram<UInt64>) { latency.withLock { $0 = histogram } }
-
-    var finalLatency: Histogram<UInt64>? { latency.withLock { $0 } }
 }
 
 /// The run-wide command budget shared by every worker (`--commands`).

@@ -109,10 +109,7 @@ struct FanoutCommand: ParsableCommand {
                 ("delivered", "\(Report.grouped(delivered)) of \(Report.grouped(expected)) expected"),
                 ("elapsed", String(format: "%.3f s", seconds)),
                 ("deliveries/s", Report.grouped(Int(rateSeen))),
-                ("latency p50", LatencySummary.millis(summary.p50)),
-                ("latency p99", LatencySummary.millis(summary.p99)),
-                ("latency p99.9", LatencySummary.millis(summary.p999)),
-                ("latency max", LatencySummary.millis(summary.max)),
+            ] + summary.rows + [
                 ("lost", Report.grouped(lost)),
                 ("duplicated", Report.grouped(duplicated)),
                 ("errors", Report.grouped(errors)),

@@ -4,7 +4,7 @@ import UV
 
 /// What one worker has seen so far, readable from the coordinating thread
 /// (relaxed atomics: the numbers are counters, read for progress and at the end).
-final class FanoutTally: Sendable {
+final class FanoutTally: WorkerTally, @unchecked Sendable {
     /// Subscribers on this worker (fixed at start).
     let subscriberCount: Int
     /// Connections that completed their setup (`hello`, and `subscribe` for subscribers).
@@ -19,27 +19,8 @@ final class FanoutTally: Sendable {
     let lastDeliveryNs = Atomic<UInt64>(0)
     /// Publish frames sent (only the worker that hosts the publisher).
     let published = Atomic<Int>(0)
-    /// Connection failures and refused requests.
-    let errors = Atomic<Int>(0)
-    private let firstErrorText = Mutex<String?>(nil)
-    private let latency = Mutex<Histogram<UInt64>?>(nil)
 
     init(subscriberCount: Int) { self.subscriberCount = subscriberCount }
-
-    /// Counts a failure and keeps the first reason for the report.
-    func recordError(_ reason: String) {
-        errors.add(1, ordering: .relaxed)
-        firstErrorText.withLock { if $0 == nil { $0 = reason } }
-    }
-
-    /// The first failure's reason, if any.
-    var firstError: String? { firstErrorText.withLock { $0 } }
-
-    /// Hands over the worker's latency histogram when it finishes.
-    func storeLatency(_ histogram: Histogram<UInt64>) { latency.withLock { $0 = histogram } }
-
-    /// The worker's latency histogram, once it has finished.
-    var finalLatency: Histogram<UInt64>? { latency.withLock { $0 } }
 }
 
 /// Orders to a worker, posted from other threads through its inbox.

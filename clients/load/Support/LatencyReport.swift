@@ -26,6 +26,12 @@ struct LatencySummary {
 
     /// `0.412 ms`
     static func millis(_ micros: UInt64) -> String { String(format: "%.3f ms", Double(micros) / 1000) }
+
+    /// The percentile rows of a readable report.
+    var rows: [(String, String)] {
+        [("latency p50", Self.millis(p50)), ("latency p99", Self.millis(p99)),
+         ("latency p99.9", Self.millis(p999)), ("latency max", Self.millis(max))]
+    }
 }
 
 /// Printing helpers shared by the scenarios.
