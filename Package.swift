@@ -63,17 +63,23 @@ let package = Package(
             ],
             path: "clients/load"
         ),
+        // Test helpers shared by the test targets (the real server in process).
+        .target(
+            name: "OutaTimeTestSupport",
+            dependencies: ["OutaTimeServer", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/OutaTimeTestSupport"
+        ),
         .testTarget(name: "UVTests", dependencies: ["UV"]),
         .testTarget(name: "OutaTimeProtocolTests", dependencies: ["OutaTimeProtocol"]),
         .testTarget(name: "OutaTimeDomainTests", dependencies: ["OutaTimeDomain", "OutaTimeProtocol"]),
         .testTarget(name: "OutaTimeStoreTests", dependencies: ["OutaTimeStore"]),
         .testTarget(
             name: "OutaTimeServerTests",
-            dependencies: ["OutaTimeServer", "OutaTimeProtocol", "outatime-server", "outatime", "outatime-load"]
+            dependencies: ["OutaTimeServer", "OutaTimeProtocol", "OutaTimeTestSupport", "outatime-server", "outatime", "outatime-load"]
         ),
         .testTarget(
             name: "OutaTimeClientTests",
-            dependencies: ["OutaTimeClient", "OutaTimeServer", "OutaTimeProtocol", "OutaTimeDomain"]
+            dependencies: ["OutaTimeClient", "OutaTimeServer", "OutaTimeProtocol", "OutaTimeDomain", "OutaTimeTestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

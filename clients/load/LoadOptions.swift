@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import UV
 
 /// Flags every scenario shares: where the server is, how long to run, how to print.
 struct LoadOptions: ParsableArguments {
@@ -26,5 +27,23 @@ struct LoadOptions: ParsableArguments {
         guard duration > 0 else { throw ValidationError("--duration must be positive, got \(duration)") }
         guard stallTimeout > 0 else { throw ValidationError("--stall-timeout must be positive, got \(stallTimeout)") }
         guard (1...64).contains(loops) else { throw ValidationError("--loops must be 1…64, got \(loops)") }
+    }
+
+    /// What every scenario does before it connects: ignore SIGPIPE, raise the
+    /// open-file limit, resolve the server (exit 3 when it cannot be found).
+    func prepareRun() throws -> (address: SocketAddress, fileLimit: UInt64?) {
+        Signal.ignore(SIGPIPE)
+        let fileLimit = OpenFileLimit.raise()
+        do {
+            return (try AddressLookup.resolve(host: host, port: port), fileLimit)
+        } catch {
+            Report.progress("outatime-load: \(error)")
+            throw ExitCode(3)
+        }
+    }
+
+    /// Connections of `total` that loop `index` of `loops` drives (spread evenly).
+    static func share(of total: Int, loop index: Int, loops: Int) -> Int {
+        total / loops + (index < total % loops ? 1 : 0)
     }
 }

@@ -1,3 +1,4 @@
+import OutaTimeTestSupport
 import Foundation
 import Testing
 

@@ -1,3 +1,4 @@
+import OutaTimeTestSupport
 import Foundation
 #if canImport(Glibc)
 import Glibc

@@ -32,20 +32,12 @@ struct CommandsCommand: ParsableCommand {
     }
 
     func run() throws {
-        Signal.ignore(SIGPIPE)
-        let fileLimit = OpenFileLimit.raise()
-        let address: SocketAddress
-        do {
-            address = try AddressLookup.resolve(host: options.host, port: options.port)
-        } catch {
-            Report.progress("outatime-load: \(error)")
-            throw ExitCode(3)
-        }
+        let (address, fileLimit) = try options.prepareRun()
         let run = String(UUID().uuidString.lowercased().prefix(8))
         let prefix = "laps/load-\(run)"
         let loops = min(options.loops, clients)
         let tallies = (0..<loops).map { index in
-            CommandsTally(clientCount: clients / loops + (index < clients % loops ? 1 : 0))
+            CommandsTally(clientCount: LoadOptions.share(of: clients, loop: index, loops: loops))
         }
         let budget = CommandBudget(limit: commands)
         let plans = tallies.enumerated().map { index, tally in

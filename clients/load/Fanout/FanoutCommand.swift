@@ -43,19 +43,11 @@ struct FanoutCommand: ParsableCommand {
     }
 
     func run() throws {
-        Signal.ignore(SIGPIPE)
-        let fileLimit = OpenFileLimit.raise()
-        let address: SocketAddress
-        do {
-            address = try AddressLookup.resolve(host: options.host, port: options.port)
-        } catch {
-            Report.progress("outatime-load: \(error)")
-            throw ExitCode(3)
-        }
+        let (address, fileLimit) = try options.prepareRun()
         let channel = "starport/load-" + String(UUID().uuidString.lowercased().prefix(8))
         let loops = min(options.loops, subscribers)
         let tallies = (0..<loops).map { index in
-            FanoutTally(subscriberCount: subscribers / loops + (index < subscribers % loops ? 1 : 0))
+            FanoutTally(subscriberCount: LoadOptions.share(of: subscribers, loop: index, loops: loops))
         }
         let plans = tallies.enumerated().map { index, tally in
             FanoutPlan(index: index, address: address, channel: channel, subscribers: tally.subscriberCount,

@@ -4,63 +4,77 @@ import OutaTimeServer
 import Testing
 
 /// A fresh folder under the temp directory, removed when released.
-final class TemporaryFolder {
-    let url: URL
+public final class TemporaryFolder {
+    /// The folder.
+    public let url: URL
 
-    init() throws {
+    /// Creates a uniquely named folder.
+    public init() throws {
         url = FileManager.default.temporaryDirectory
-            .appendingPathComponent("outatime-client-\(UUID().uuidString)", isDirectory: true)
+            .appendingPathComponent("outatime-test-\(UUID().uuidString)", isDirectory: true)
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     }
 
     /// The path of `name` inside the folder.
-    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
+    public func path(_ name: String) -> String { url.appendingPathComponent(name).path }
 
     deinit { try? FileManager.default.removeItem(at: url) }
 }
 
-/// The real server, in process, on 127.0.0.1 (a copy of the server tests'
-/// helper, so this target does not depend on that one).
-final class TestServer {
+/// The real server, in process, on 127.0.0.1: the one helper every test
+/// target uses to start it (shared so that no target keeps a copy).
+public final class TestServer {
     /// How long `stop()` waits for the loop to exit before failing the test.
-    static let stopTimeout: Double = 20
+    public static let stopTimeout: Double = 20
 
-    let handle: ServerHandle
-    let config: ServerConfig
+    /// The running server.
+    public let handle: ServerHandle
+    /// The configuration it was started with.
+    public let config: ServerConfig
+    private var shutdownRequested = false
     private var stopped = false
 
     /// The bound port.
-    var port: Int { handle.port }
+    public var port: Int { handle.port }
 
     /// Starts a server on `databasePath` and `port` (0: any free port);
-    /// `configure` adjusts the options. A fixed port that is still taken
-    /// (the previous server's socket closing) is retried for up to 2 s.
-    init(databasePath: String, port: Int = 0, configure: (inout ServerConfig) -> Void = { _ in }) throws {
+    /// `configure` adjusts the options. Without a `logger`, only critical
+    /// messages are printed. A fixed port that is still taken (the previous
+    /// server's socket closing) is retried for up to 2 s.
+    public init(databasePath: String, port: Int = 0, logger: Logger? = nil,
+                configure: (inout ServerConfig) -> Void = { _ in }) throws {
         var config = ServerConfig()
         config.host = "127.0.0.1"
         config.port = port
         config.databasePath = databasePath
         configure(&config)
         self.config = config
-        var quiet = Logger(label: "outatime.client-tests")
+        var quiet = Logger(label: "outatime.tests")
         quiet.logLevel = .critical
         let deadline = Date().addingTimeInterval(2)
         while true {
             do {
-                handle = try ServerHandle.start(config, logger: quiet)
+                handle = try ServerHandle.start(config, logger: logger ?? quiet)
                 return
-            } catch where port != 0 && Date() < deadline && "\(error)".contains("EADDRINUSE") {
+            } catch where config.port != 0 && Date() < deadline && "\(error)".contains("EADDRINUSE") {
                 Thread.sleep(forTimeInterval: 0.05)
             }
         }
     }
 
-    /// Shuts down and records an issue unless the loop closed cleanly
-    /// within ``stopTimeout``. Safe to call more than once.
-    func stop(sourceLocation: SourceLocation = #_sourceLocation) {
+    /// Asks the server to shut down (once) and returns at once.
+    public func requestShutdown() {
+        guard !shutdownRequested else { return }
+        shutdownRequested = true
+        handle.shutdown()
+    }
+
+    /// Shuts down and records an issue unless the loop closed cleanly (no
+    /// leaked handle) within ``stopTimeout``. Safe to call more than once.
+    public func stop(sourceLocation: SourceLocation = #_sourceLocation) {
         guard !stopped else { return }
         stopped = true
-        handle.shutdown()
+        requestShutdown()
         let outcome = WaitOutcome()
         let handle = handle
         // On a helper thread so that a server that never stops fails the
@@ -70,7 +84,7 @@ final class TestServer {
             Issue.record("server loop did not exit within \(TestServer.stopTimeout) s of shutdown", sourceLocation: sourceLocation)
             return
         }
-        #expect(clean, "wait() returned false: a server libuv handle leaked", sourceLocation: sourceLocation)
+        #expect(clean, "wait() returned false: uv_loop_close failed, a libuv handle leaked", sourceLocation: sourceLocation)
     }
 
     deinit { stop() }
@@ -94,8 +108,9 @@ private final class WaitOutcome: @unchecked Sendable {
 }
 
 /// Runs `body` against a fresh server with its own database; the server is
-/// stopped (and checked for a clean loop close) whether `body` passes or throws.
-func withTestServer<T>(
+/// stopped (and checked for a clean loop close) whether `body` passes,
+/// fails or throws.
+public func withTestServer<T>(
     _ configure: (inout ServerConfig) -> Void = { _ in },
     sourceLocation: SourceLocation = #_sourceLocation,
     _ body: (TestServer) throws -> T
