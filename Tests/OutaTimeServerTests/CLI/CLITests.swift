@@ -6,30 +6,9 @@ import Testing
 /// them, against a real in-process server.
 @Suite("outatime CLI")
 struct CLITests {
-    struct Run {
-        let status: Int32
-        let stdout: String
-        let stderr: String
-    }
-
     /// Runs `outatime ARGS --port PORT` and waits (bounded) for it to exit.
-    static func outatime(_ arguments: [String], port: Int) throws -> Run {
-        let process = Process()
-        process.executableURL = ServerProcess.executableURL.deletingLastPathComponent().appendingPathComponent("outatime")
-        process.arguments = arguments + ["--port", "\(port)", "--name", "cli-test", "--timeout", "5"]
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let deadline = Date().addingTimeInterval(20)
-        while process.isRunning && Date() < deadline { usleep(10_000) }
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
-        return Run(status: process.terminationStatus,
-                   stdout: String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self),
-                   stderr: String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+    static func outatime(_ arguments: [String], port: Int) throws -> ToolRun {
+        try ToolRun.run("outatime", arguments + ["--port", "\(port)", "--name", "cli-test", "--timeout", "5"], timeout: 20)
     }
 
     static func json(_ text: String) throws -> [String: Any] {

@@ -6,50 +6,9 @@ import Testing
 /// against a real in-process server. Correctness only: no timing thresholds.
 @Suite("outatime-load harness")
 struct LoadHarnessTests {
-    struct Run {
-        let status: Int32
-        let stdout: String
-        let stderr: String
-    }
-
     /// Runs `outatime-load ARGS --port PORT` and waits (bounded) for it to exit.
-    static func load(_ arguments: [String], port: Int) throws -> Run {
-        let process = Process()
-        process.executableURL = ServerProcess.executableURL.deletingLastPathComponent().appendingPathComponent("outatime-load")
-        process.arguments = arguments + ["--port", "\(port)"]
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        // Read while it runs so a full pipe cannot block it.
-        let stdout = Mutexed()
-        let stderr = Mutexed()
-        let readers = DispatchGroup()
-        for (pipe, sink) in [(out, stdout), (err, stderr)] {
-            readers.enter()
-            Thread.detachNewThread {
-                sink.set(pipe.fileHandleForReading.readDataToEndOfFile())
-                readers.leave()
-            }
-        }
-        let deadline = Date().addingTimeInterval(60)
-        while process.isRunning && Date() < deadline { usleep(10_000) }
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
-        _ = readers.wait(timeout: .now() + 10)
-        return Run(status: process.terminationStatus,
-                   stdout: String(decoding: stdout.get(), as: UTF8.self),
-                   stderr: String(decoding: stderr.get(), as: UTF8.self))
-    }
-
-    /// A lock-protected `Data`, filled by a reader thread.
-    final class Mutexed: @unchecked Sendable {
-        private let lock = NSLock()
-        private var data = Data()
-        func set(_ value: Data) { lock.withLock { data = value } }
-        func get() -> Data { lock.withLock { data } }
+    static func load(_ arguments: [String], port: Int) throws -> ToolRun {
+        try ToolRun.run("outatime-load", arguments + ["--port", "\(port)"])
     }
 
     @Test("fanout: 10 subscribers × 200 messages, each delivered exactly once")
