@@ -26,7 +26,6 @@ final class Server {
     var phase = Phase.starting
 
     let encoder = MessageEncoder()
-    let decoder = JSONDecoder()
     var counters = ServerCounters()
     let startedAt = Date()
     let bootID: String

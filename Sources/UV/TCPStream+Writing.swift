@@ -32,8 +32,9 @@ extension TCPStream {
             return
         }
         count = queue.fill(scratch, max: Loop.maxChunksPerWrite)
-        let pending = PendingWrite(stream: self, chunks: queue.removeFirst(count), byteCount: 0)
-        pending.byteCount = (0..<count).reduce(0) { $0 + Int(scratch[$1].len) }
+        var byteCount = 0
+        for index in 0..<count { byteCount += Int(scratch[index].len) }
+        let pending = PendingWrite(stream: self, owners: queue.removeFirst(count), byteCount: byteCount)
         pending.request.pointee.data = Unmanaged.passRetained(pending).toOpaque()
         let result = uv_write(pending.request, stream, scratch, UInt32(count), Trampolines.onWrite)
         if result < 0 {
@@ -65,95 +66,143 @@ extension TCPStream {
     }
 }
 
-/// A `uv_write_t` in flight; holds its chunks alive until libuv is done.
+/// A `uv_write_t` in flight; keeps its chunks alive (one retain each, taken
+/// over from the ``WriteQueue``) until libuv is done with them.
 final class PendingWrite {
     let request = UnsafeMutablePointer<uv_write_t>.allocate(capacity: 1)
     let stream: TCPStream
-    let chunks: [ByteChunk]
-    var byteCount: Int
+    private let owners: [Unmanaged<AnyObject>]
+    let byteCount: Int
 
-    init(stream: TCPStream, chunks: [ByteChunk], byteCount: Int) {
+    init(stream: TCPStream, owners: [Unmanaged<AnyObject>], byteCount: Int) {
         self.stream = stream
-        self.chunks = chunks
+        self.owners = owners
         self.byteCount = byteCount
     }
 
-    deinit { request.deallocate() }
+    deinit {
+        for owner in owners { owner.release() }
+        request.deallocate()
+    }
 }
 
-/// A FIFO of chunks with the offset already written of the first one.
+/// A FIFO of chunks to write, with the offset already written of the first.
+///
+/// Built for the broadcast hot path, where one frame is queued on thousands
+/// of streams: a ring of (retained owner, base address, length) entries in
+/// one manually managed buffer, so `append` is one retain and a store, with
+/// no existential copies, no array uniqueness checks and no per-chunk
+/// allocation. The buffer is freed whenever the queue drains, so an idle
+/// connection holds no output memory. Owners must be released with
+/// ``removeAll()`` (the stream does so when it closes).
 struct WriteQueue {
-    private var chunks: [ByteChunk] = []
+    /// One queued chunk: its owner (retained once by the queue) and its bytes.
+    private struct Entry {
+        let owner: Unmanaged<AnyObject>
+        let base: UnsafeRawPointer
+        let count: Int
+    }
+
+    private var entries: UnsafeMutablePointer<Entry>?
+    /// A power of two, or 0 while nothing is allocated.
+    private var capacity = 0
     private var head = 0
+    /// Number of queued chunks.
+    private(set) var count = 0
     private var headOffset = 0
     /// Bytes not yet written.
     private(set) var byteCount = 0
 
-    var isEmpty: Bool { head == chunks.count }
+    var isEmpty: Bool { count == 0 }
 
+    /// Queues `chunk` (retained until written or removed); empty chunks are dropped.
     mutating func append(_ chunk: ByteChunk) {
-        chunks.append(chunk)
-        byteCount += chunk.bytes.count
+        let bytes = chunk.bytes
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return }
+        if count == capacity { grow() }
+        let entry = Entry(owner: .passRetained(chunk as AnyObject), base: base, count: bytes.count)
+        (entries! + ((head + count) & (capacity - 1))).initialize(to: entry)
+        count += 1
+        byteCount += bytes.count
     }
 
     /// Describes up to `max` chunks (from the unwritten offset) in `buffers`.
     func fill(_ buffers: UnsafeMutablePointer<uv_buf_t>, max: Int) -> Int {
-        var count = 0
-        var index = head
-        while index < chunks.count && count < max {
-            let bytes = chunks[index].bytes
-            let offset = index == head ? headOffset : 0
-            let base = UnsafeMutableRawPointer(mutating: bytes.baseAddress!) + offset
-            buffers[count] = uv_buf_init(base.assumingMemoryBound(to: CChar.self), UInt32(bytes.count - offset))
-            count += 1
-            index += 1
+        let filled = Swift.min(count, max)
+        for index in 0..<filled {
+            let entry = entries![(head + index) & (capacity - 1)]
+            let offset = index == 0 ? headOffset : 0
+            let base = UnsafeMutableRawPointer(mutating: entry.base + offset)
+            buffers[index] = uv_buf_init(base.assumingMemoryBound(to: CChar.self), UInt32(entry.count - offset))
         }
-        return count
+        return filled
     }
 
-    /// Drops `written` bytes from the front.
+    /// Drops `written` bytes from the front, releasing the chunks fully written.
     mutating func consume(_ written: Int) {
         var remaining = written
         byteCount -= written
         while remaining > 0 {
-            let available = chunks[head].bytes.count - headOffset
+            let entry = entries![head]
+            let available = entry.count - headOffset
             if remaining < available {
                 headOffset += remaining
                 return
             }
             remaining -= available
-            head += 1
-            headOffset = 0
+            popFront().release()
         }
-        compact()
+        releaseStorageIfEmpty()
     }
 
-    /// Removes the first `count` chunks (as described by the last ``fill(_:max:)``).
-    mutating func removeFirst(_ count: Int) -> [ByteChunk] {
-        let taken = Array(chunks[head..<(head + count)])
-        for (index, chunk) in taken.enumerated() {
-            byteCount -= chunk.bytes.count - (index == 0 ? headOffset : 0)
+    /// Removes the first `count` chunks (as described by the last
+    /// ``fill(_:max:)``) and hands over their retained owners.
+    mutating func removeFirst(_ taken: Int) -> [Unmanaged<AnyObject>] {
+        var owners: [Unmanaged<AnyObject>] = []
+        owners.reserveCapacity(taken)
+        for _ in 0..<taken {
+            byteCount -= entries![head].count - headOffset
+            owners.append(popFront())
         }
-        head += count
-        headOffset = 0
-        compact()
-        return taken
+        releaseStorageIfEmpty()
+        return owners
     }
 
+    /// Releases every queued chunk and the buffer.
     mutating func removeAll() {
-        chunks = []
+        while count > 0 { popFront().release() }
+        byteCount = 0
+        releaseStorageIfEmpty()
+    }
+
+    private mutating func popFront() -> Unmanaged<AnyObject> {
+        let entry = (entries! + head).move()
+        head = (head + 1) & (capacity - 1)
+        count -= 1
+        headOffset = 0
+        return entry.owner
+    }
+
+    private mutating func grow() {
+        let newCapacity = Swift.max(8, capacity * 2)
+        let grown = UnsafeMutablePointer<Entry>.allocate(capacity: newCapacity)
+        if let entries {
+            for index in 0..<count {
+                (grown + index).initialize(to: (entries + ((head + index) & (capacity - 1))).move())
+            }
+            entries.deallocate()
+        }
+        entries = grown
+        capacity = newCapacity
+        head = 0
+    }
+
+    private mutating func releaseStorageIfEmpty() {
+        guard count == 0, let entries else { return }
+        entries.deallocate()
+        self.entries = nil
+        capacity = 0
         head = 0
         headOffset = 0
-        byteCount = 0
-    }
-
-    private mutating func compact() {
-        if head == chunks.count {
-            // Release the array's storage: idle connections keep no buffers.
-            removeAll()
-        } else if head > 64 && head * 2 > chunks.count {
-            chunks.removeFirst(head)
-            head = 0
-        }
     }
 }

@@ -87,6 +87,8 @@ public final class TCPStream: Handle {
         }
     }
 
+    deinit { queue.removeAll() }
+
     override func willClose() {
         stopReading()
         onData = nil

@@ -2,16 +2,15 @@ import Foundation
 import Testing
 import OutaTimeProtocol
 
-/// Parses `text` as a frame body with a fresh decoder.
+/// Parses `text` as a frame body.
 func parse(_ text: String) throws -> Request {
     try parse(Array(text.utf8))
 }
 
 /// Parses raw bytes as a frame body.
 func parse(_ bytes: [UInt8]) throws -> Request {
-    let decoder = JSONDecoder()
-    return try bytes.withUnsafeBytes { body in
-        try Request.parse(body, decoder: decoder)
+    try bytes.withUnsafeBytes { body in
+        try Request.parse(body)
     }
 }
 

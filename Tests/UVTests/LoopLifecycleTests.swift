@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import CLibUV
 @testable import UV
 
 /// These tests run real handles on a real loop and end with `Loop.close()`:
@@ -126,7 +127,58 @@ import Testing
         #expect(queue.byteCount == 1)
         let taken = queue.removeFirst(1)
         #expect(taken.count == 1)
+        taken.forEach { $0.release() }
         #expect(queue.isEmpty)
         #expect(queue.byteCount == 0)
+    }
+
+    @Test func writeQueueReleasesChunksAndWrapsAround() throws {
+        var queue = WriteQueue()
+        weak var first: OwnedBytes?
+        do {
+            let chunk = OwnedBytes([1, 2, 3])
+            first = chunk
+            queue.append(chunk)
+        }
+        #expect(first != nil, "the queue keeps a queued chunk alive")
+        queue.consume(3)
+        #expect(first == nil, "a fully written chunk is released")
+        #expect(queue.isEmpty)
+
+        // Interleave appends and consumes so the ring wraps and grows.
+        var expected: [UInt8] = []
+        var written: [UInt8] = []
+        let buffers = UnsafeMutablePointer<uv_buf_t>.allocate(capacity: 64)
+        defer { buffers.deallocate() }
+        for round in 0..<40 {
+            for index in 0..<(round % 7 + 1) {
+                let byte = UInt8((round * 8 + index) % 251)
+                queue.append(OwnedBytes([byte, byte]))
+                expected += [byte, byte]
+            }
+            // Write 3 bytes at a time: chunks are split across writes.
+            let filled = queue.fill(buffers, max: 64)
+            var take = Swift.min(3, queue.byteCount)
+            for index in 0..<filled where take > 0 {
+                let base = UnsafeRawPointer(buffers[index].base!)
+                let length = Swift.min(take, Int(buffers[index].len))
+                written += UnsafeRawBufferPointer(start: base, count: length)
+                take -= length
+            }
+            queue.consume(Swift.min(3, queue.byteCount))
+        }
+        #expect(queue.count > 8, "the ring grew past its first capacity")
+        while !queue.isEmpty {
+            let filled = queue.fill(buffers, max: 64)
+            var total = 0
+            for index in 0..<filled {
+                written += UnsafeRawBufferPointer(start: UnsafeRawPointer(buffers[index].base!), count: Int(buffers[index].len))
+                total += Int(buffers[index].len)
+            }
+            queue.consume(total)
+        }
+        #expect(written == expected)
+        #expect(queue.byteCount == 0)
+        queue.removeAll()
     }
 }

@@ -10,7 +10,7 @@ extension ChannelState {
     public func json() -> JSONValue {
         let data = encodedData()
         // Decoding JSON we have just encoded ourselves cannot fail.
-        guard let value = try? JSONDecoder().decode(JSONValue.self, from: data) else {
+        guard let value = try? JSONValue.parse(data) else {
             preconditionFailure("ChannelState JSON did not decode as JSONValue")
         }
         return value

@@ -44,16 +44,15 @@ public struct Request: Sendable {
     /// - Parameters:
     ///   - body: the frame body; read only during the call, never copied
     ///     before decoding.
-    ///   - decoder: a `JSONDecoder` the caller reuses (one per thread).
     /// - Throws: ``RequestParseError/badJSON(_:)`` when the body is not
     ///   UTF-8 JSON or not an object; ``RequestParseError/invalid(id:_:)``
     ///   with a nil id when `id` is not an integer 0…2^53 or a string of at
     ///   most 64 characters, and with the valid id when `type` is missing or
     ///   not a string.
-    public static func parse(_ body: UnsafeRawBufferPointer, decoder: JSONDecoder) throws(RequestParseError) -> Request {
+    public static func parse(_ body: UnsafeRawBufferPointer) throws(RequestParseError) -> Request {
         let value: JSONValue
         do {
-            value = try decode(body, decoder: decoder)
+            value = try decode(body)
         } catch {
             throw .badJSON(ProtocolError(
                 .badJSON,
@@ -103,16 +102,16 @@ public struct Request: Sendable {
 
     /// Decodes without copying the body: the `Data` borrows the caller's
     /// bytes, which outlive this synchronous call.
-    private static func decode(_ body: UnsafeRawBufferPointer, decoder: JSONDecoder) throws -> JSONValue {
+    private static func decode(_ body: UnsafeRawBufferPointer) throws -> JSONValue {
         guard let base = body.baseAddress, body.count > 0 else {
-            return try decoder.decode(JSONValue.self, from: Data())
+            return try JSONValue.parse(Data())
         }
         let data = Data(
             bytesNoCopy: UnsafeMutableRawPointer(mutating: base),
             count: body.count,
             deallocator: .none
         )
-        return try decoder.decode(JSONValue.self, from: data)
+        return try JSONValue.parse(data)
     }
 
     /// The first bytes of a bad body, quoted, for the error message.

@@ -34,11 +34,10 @@ extension Server {
         DispatchQueue.global().async {
             let result: Result<[HistoryEvent], StoreFailure>
             do {
-                let decoder = JSONDecoder()
                 let records = try store.history(channel: channel, after: after, limit: limit)
                 result = .success(try records.map { record in
                     HistoryEvent(seq: record.seq, event: record.event,
-                                 data: try decoder.decode(JSONValue.self, from: Data(record.data.utf8)),
+                                 data: try JSONValue.parse(Data(record.data.utf8)),
                                  at: record.at)
                 })
             } catch {

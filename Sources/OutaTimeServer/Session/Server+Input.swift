@@ -31,7 +31,7 @@ extension Server {
         counters.framesIn += 1
         let request: Request
         do {
-            request = try Request.parse(body, decoder: decoder)
+            request = try Request.parse(body)
         } catch {
             switch error {
             case .badJSON(let failure):

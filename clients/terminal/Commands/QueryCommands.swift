@@ -99,7 +99,7 @@ struct Publish: ParsableCommand {
     @OptionGroup var options: ConnectionOptions
 
     func run() throws {
-        let value = (try? JSONDecoder().decode(JSONValue.self, from: Data(data.utf8))) ?? .string(data)
+        let value = (try? JSONValue.parse(Data(data.utf8))) ?? .string(data)
         try options.run({ client throws(ClientError) in
             try client.request("publish", fields: ["channel": .string(channel), "data": value])
         }) { result in "delivered to \(result["delivered"]?.text ?? "0") subscriber(s)" }
