@@ -43,6 +43,14 @@ final class Server {
     private(set) var listener: TCPListener!
     let inbox: AsyncInbox<ServerMessage>
     private var flusher: Prepare!
+    /// Fires a deferred (coalesced) flush.
+    private var flushTimer: PreciseTimer!
+    private var flushTimerArmed = false
+    /// `Loop.hrtime` of the last flush pass.
+    private var lastFlushNs: UInt64 = 0
+    /// Crowded channels' presence, gathered until `presenceTimer` fires.
+    var gatheredPresence: [String: PresenceSummary] = [:]
+    var presenceTimer: UV.Timer!
     private var sweeper: UV.Timer!
     private(set) var scheduler: Scheduler<String>!
     private var signals: [Signal] = []
@@ -85,7 +93,9 @@ final class Server {
         scheduler.onDue = { [unowned self] key, now in self.clockDue(key, now: now) }
         recoverChannelsAfterRestart()
         flusher = Prepare(loop: loop)
-        flusher.start { [unowned self] in self.flushDirty() }
+        flusher.start { [unowned self] in self.flushSoon() }
+        flushTimer = try PreciseTimer(loop: loop)
+        presenceTimer = UV.Timer(loop: loop)
         sweeper = UV.Timer(loop: loop)
         let interval = UInt64(max(10, min(1000, config.heartbeatMs / 4)))
         sweeper.start(timeoutMs: interval, repeatMs: interval) { [unowned self] in self.sweep() }
@@ -170,9 +180,33 @@ final class Server {
         dirty.append(session)
     }
 
-    /// Once per loop iteration, before the loop blocks: one write per session
-    /// with everything queued since the last flush.
-    private func flushDirty() {
+    /// Once per loop iteration, before the loop blocks: flushes now, or — when
+    /// many sessions wait and the last flush was very recent — arms the flush
+    /// timer for `flushIntervalMicroseconds` after the last flush (write
+    /// coalescing: fewer, larger writes; see ``ServerConfig``).
+    private func flushSoon() {
+        guard !dirty.isEmpty, !flushTimerArmed else { return }
+        let interval = UInt64(config.flushIntervalMicroseconds) * 1_000
+        guard interval > 0, dirty.count >= config.coalesceMinSessions, phase == .running else {
+            flushDirty()
+            return
+        }
+        let now = Loop.hrtime
+        let due = lastFlushNs &+ interval
+        if now >= due {
+            flushDirty(now: now)
+        } else {
+            flushTimerArmed = true
+            flushTimer.start(afterNanoseconds: due - now) { [unowned self] in
+                self.flushTimerArmed = false
+                self.flushDirty()
+            }
+        }
+    }
+
+    /// One write per dirty session with everything queued since its last flush.
+    private func flushDirty(now: UInt64 = Loop.hrtime) {
+        lastFlushNs = now
         guard !dirty.isEmpty else { return }
         let sessions = dirty
         dirty = []
@@ -197,6 +231,8 @@ final class Server {
     func closeOwnHandles() {
         listener?.close()
         flusher?.close()
+        flushTimer?.close()
+        presenceTimer?.close()
         sweeper?.close()
         scheduler?.close()
         if !signals.isEmpty {

@@ -45,6 +45,16 @@ enum Trampolines {
         // nread == 0 is EAGAIN, not EOF: nothing to do.
     }
 
+    #if os(Linux)
+    static let onPreciseTimer: uv_poll_cb = { handle, _, _ in
+        PreciseTimer.from(handle!.pointee.data).fire()
+    }
+    #else
+    static let onPreciseTimerFallback: uv_timer_cb = { handle in
+        PreciseTimer.from(handle!.pointee.data).fire()
+    }
+    #endif
+
     static let onWrite: uv_write_cb = { request, status in
         let pending = Unmanaged<PendingWrite>.fromOpaque(request!.pointee.data!).takeRetainedValue()
         pending.stream.didWrite(pending, status: status)

@@ -41,6 +41,13 @@ struct OutaTimeServerCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Lap stopwatch tick interval.", valueName: "ms"))
     var lapTickMs = 100
 
+    @Option(name: .customLong("flush-interval-us"), help: ArgumentHelp("""
+        Write coalescing under load: a flush to many connections waits until this long after the \
+        previous one, so bursts of broadcasts leave in fewer, larger writes. 0 writes every loop \
+        iteration. Replies to a few connections never wait.
+        """, valueName: "µs"))
+    var flushIntervalMicroseconds = 250
+
     @Option(help: ArgumentHelp("Durable events kept per channel for history and recovery (at least 1000).", valueName: "n"))
     var historyLimit = 1000
 
@@ -65,6 +72,7 @@ struct OutaTimeServerCommand: ParsableCommand {
         config.maxFrame = maxFrame
         config.deloreanTickMs = deloreanTickMs
         config.lapTickMs = lapTickMs
+        config.flushIntervalMicroseconds = flushIntervalMicroseconds
         config.historyLimit = historyLimit
         config.allowAnonymous = allowAnonymous
         if let tokens {

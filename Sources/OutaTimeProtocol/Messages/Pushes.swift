@@ -125,25 +125,43 @@ public struct PresencePush: Encodable, Sendable {
     public let joined: [Watcher]
     /// Watchers that unsubscribed or disconnected.
     public let left: [Watcher]
+    /// How many watchers the channel has after the change (an addition to
+    /// the contract; see PROTOCOL.md "Crowded channels").
+    public let watcherCount: Int?
+    /// Set only when `joined` was cut short (a crowded channel's summary):
+    /// how many joined in all.
+    public let joinedCount: Int?
+    /// Set only when `left` was cut short: how many left in all.
+    public let leftCount: Int?
 
     /// Creates the push.
-    public init(channel: String, joined: [Watcher] = [], left: [Watcher] = []) {
+    public init(channel: String, joined: [Watcher] = [], left: [Watcher] = [],
+                watcherCount: Int? = nil, joinedCount: Int? = nil, leftCount: Int? = nil) {
         self.channel = channel
         self.joined = joined
         self.left = left
+        self.watcherCount = watcherCount
+        self.joinedCount = joinedCount
+        self.leftCount = leftCount
     }
 
     private enum CodingKeys: String, CodingKey {
         case type, channel, joined, left
+        case watcherCount = "watcher_count"
+        case joinedCount = "joined_count"
+        case leftCount = "left_count"
     }
 
-    /// Writes `type` `presence` and both arrays.
+    /// Writes `type` `presence`, both arrays and the counts that are set.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode("presence", forKey: .type)
         try container.encode(channel, forKey: .channel)
         try container.encode(joined, forKey: .joined)
         try container.encode(left, forKey: .left)
+        try container.encodeIfPresent(watcherCount, forKey: .watcherCount)
+        try container.encodeIfPresent(joinedCount, forKey: .joinedCount)
+        try container.encodeIfPresent(leftCount, forKey: .leftCount)
     }
 }
 

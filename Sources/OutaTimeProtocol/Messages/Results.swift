@@ -123,8 +123,13 @@ public struct SubscribeResult: Codable, Sendable, Hashable {
     public let kind: ChannelKind
     /// The channel's seq at the time of the snapshot or after the events.
     public let seq: Int64
-    /// Everyone subscribed, the caller included.
+    /// Everyone subscribed, the caller included (first); in a crowded
+    /// channel only the first 100 (see ``watcherCount``).
     public let watchers: [Watcher]
+    /// How many watchers the channel has, the caller included; more than
+    /// `watchers.count` when the list was cut short. Nil from servers that
+    /// do not send it.
+    public let watcherCount: Int?
     /// The full state; nil (left out) when recovered by events.
     public let state: JSONValue?
     /// Set only when the request had `since`: whether `events` replace `state`.
@@ -139,6 +144,7 @@ public struct SubscribeResult: Codable, Sendable, Hashable {
         kind: ChannelKind,
         seq: Int64,
         watchers: [Watcher],
+        watcherCount: Int? = nil,
         state: JSONValue? = nil,
         recovered: Bool? = nil,
         events: [HistoryEvent]? = nil
@@ -147,6 +153,7 @@ public struct SubscribeResult: Codable, Sendable, Hashable {
         self.kind = kind
         self.seq = seq
         self.watchers = watchers
+        self.watcherCount = watcherCount
         self.state = state
         self.recovered = recovered
         self.events = events
@@ -154,6 +161,7 @@ public struct SubscribeResult: Codable, Sendable, Hashable {
 
     private enum CodingKeys: String, CodingKey {
         case channel, kind, seq, watchers, state, recovered, events
+        case watcherCount = "watcher_count"
     }
 }
 

@@ -5,7 +5,7 @@ extension Server {
     /// of `channel` except `except`. Returns how many got it.
     @discardableResult
     func broadcast<Message: Encodable>(_ message: Message, to channel: String, except: Session? = nil) -> Int {
-        guard let subscribers = subscriptions.subscribers(of: channel), !subscribers.isEmpty else { return 0 }
+        guard let subscribers = subscriptions.subscribers(of: channel), subscribers.count > 0 else { return 0 }
         let frame: Frame
         do {
             frame = try encoder.frame(message)
@@ -15,7 +15,7 @@ extension Server {
         }
         var delivered = 0
         let limit = config.outputLimitBytes
-        for session in subscribers where session !== except && session.state == .ready {
+        for session in subscribers.members where session !== except && session.state == .ready {
             if session.queue(frame, limit: limit) { delivered += 1 }
         }
         // Counted once per broadcast: the fan-out loop stays lean.
@@ -25,8 +25,78 @@ extension Server {
         return delivered
     }
 
-    /// A `presence` push to the channel's watchers (not to `except`).
+    /// Tells the channel's watchers who joined or left. A channel of at most
+    /// `presenceLimit` watchers gets a `presence` push at once (not to
+    /// `except`); a crowded one gets a summary per `presenceIntervalMs` (see
+    /// ``PresenceSummary``), so mass subscribes stay linear.
     func broadcastPresence(channel: String, joined: [Watcher], left: [Watcher], except: Session?) {
-        broadcast(PresencePush(channel: channel, joined: joined, left: left), to: channel, except: except)
+        let watcherCount = subscriptions.subscriberCount(of: channel)
+        if watcherCount <= config.presenceLimit, gatheredPresence[channel] == nil {
+            broadcast(PresencePush(channel: channel, joined: joined, left: left, watcherCount: watcherCount),
+                      to: channel, except: except)
+            return
+        }
+        let summary: PresenceSummary
+        if let existing = gatheredPresence[channel] {
+            summary = existing
+        } else {
+            summary = PresenceSummary(limit: config.presenceLimit)
+            gatheredPresence[channel] = summary
+            if gatheredPresence.count == 1 {
+                presenceTimer.start(timeoutMs: UInt64(config.presenceIntervalMs)) { [unowned self] in
+                    self.sendGatheredPresence()
+                }
+            }
+        }
+        for watcher in joined { summary.join(watcher) }
+        for watcher in left { summary.leave(watcher) }
+    }
+
+    /// One summary push per crowded channel, to every watcher.
+    func sendGatheredPresence() {
+        let gathered = gatheredPresence
+        gatheredPresence = [:]
+        for (channel, summary) in gathered.sorted(by: { $0.key < $1.key }) where summary.hasChanges {
+            broadcast(summary.push(channel: channel, watcherCount: subscriptions.subscriberCount(of: channel)),
+                      to: channel)
+        }
+    }
+}
+
+/// A crowded channel's joins and leaves since its last summary. Net changes
+/// only: a watcher that joins and leaves again in one interval is in
+/// neither list nor count. The lists show at most `limit` watchers; the
+/// counts are exact.
+final class PresenceSummary {
+    private let limit: Int
+    private var joined: [Watcher] = []
+    private var left: [Watcher] = []
+    private var joinedSessions: Set<String> = []
+    private var leftSessions: Set<String> = []
+
+    init(limit: Int) { self.limit = limit }
+
+    var hasChanges: Bool { !joinedSessions.isEmpty || !leftSessions.isEmpty }
+
+    func join(_ watcher: Watcher) {
+        if leftSessions.remove(watcher.session) != nil {
+            left.removeAll { $0.session == watcher.session }
+        } else if joinedSessions.insert(watcher.session).inserted, joined.count < limit {
+            joined.append(watcher)
+        }
+    }
+
+    func leave(_ watcher: Watcher) {
+        if joinedSessions.remove(watcher.session) != nil {
+            joined.removeAll { $0.session == watcher.session }
+        } else if leftSessions.insert(watcher.session).inserted, left.count < limit {
+            left.append(watcher)
+        }
+    }
+
+    func push(channel: String, watcherCount: Int) -> PresencePush {
+        PresencePush(channel: channel, joined: joined, left: left, watcherCount: watcherCount,
+                     joinedCount: joinedSessions.count > joined.count ? joinedSessions.count : nil,
+                     leftCount: leftSessions.count > left.count ? leftSessions.count : nil)
     }
 }

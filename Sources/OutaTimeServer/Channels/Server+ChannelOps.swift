@@ -12,7 +12,7 @@ extension Server {
         let since = try request.optionalInt("since", in: 0...Self.maxSeq)
         let key = name.description
         if !subscriptions.isSubscribed(session, to: key),
-           subscriptions.channels(of: session).count >= config.maxSubscriptionsPerSession {
+           session.subscribed.count >= config.maxSubscriptionsPerSession {
             throw ProtocolError(.tooManySubscriptions,
                 "this connection already has \(config.maxSubscriptionsPerSession) subscriptions (the limit); unsubscribe from one first")
         }
@@ -26,7 +26,7 @@ extension Server {
                     // Nothing missed (since == seq) is a recovery with no events;
                     // a `since` ahead of the channel means the store was reset.
                     let recovered = since.map { $0 == channel.seq }
-                    session.reply(request.id, self.subscribeResult(channel, recovered: recovered,
+                    session.reply(request.id, self.subscribeResult(channel, session: session, recovered: recovered,
                                                                    events: recovered == true ? [] : nil))
                     return
                 }
@@ -40,7 +40,7 @@ extension Server {
     private func recover(_ channel: Channel, since: Int64, request: Request, session: Session) {
         let missed = channel.seq - since
         guard missed <= Int64(config.historyLimit) else {
-            session.reply(request.id, subscribeResult(channel, recovered: false, events: nil))
+            session.reply(request.id, subscribeResult(channel, session: session, recovered: false, events: nil))
             return
         }
         block(session)
@@ -50,17 +50,18 @@ extension Server {
                 let complete = events.count == Int(missed) && events.first?.seq == since + 1
                     && events.last?.seq == channel.seq
                 session.reply(request.id, complete
-                    ? self.subscribeResult(channel, recovered: true, events: events)
-                    : self.subscribeResult(channel, recovered: false, events: nil))
+                    ? self.subscribeResult(channel, session: session, recovered: true, events: events)
+                    : self.subscribeResult(channel, session: session, recovered: false, events: nil))
             } onError: { error in
                 session.fail(request.id, error)
             }
         }
     }
 
-    private func subscribeResult(_ channel: Channel, recovered: Bool?, events: [HistoryEvent]?) -> SubscribeResult {
+    private func subscribeResult(_ channel: Channel, session: Session, recovered: Bool?, events: [HistoryEvent]?) -> SubscribeResult {
         SubscribeResult(channel: channel.key, kind: channel.name.kind, seq: channel.seq,
-                        watchers: subscriptions.watchers(of: channel.key),
+                        watchers: subscriptions.watchers(of: channel.key, limit: config.presenceLimit, first: session),
+                        watcherCount: subscriptions.subscriberCount(of: channel.key),
                         state: recovered == true ? nil : channel.state.snapshot(at: clock.now),
                         recovered: recovered, events: events)
     }

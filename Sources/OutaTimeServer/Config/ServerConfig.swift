@@ -35,6 +35,25 @@ public struct ServerConfig: Sendable {
     /// How long a closing connection waits for the peer's EOF after `bye`.
     public var lingerMs = 2_000
 
+    /// Write coalescing: when a flush would write to at least
+    /// ``coalesceMinSessions`` connections and the previous flush was less
+    /// than this long ago, output waits until this long after it, so that
+    /// bursts (one broadcast after another) go out in fewer, larger writes.
+    /// 0 flushes every loop iteration. Small flushes (a reply, a few
+    /// sessions) never wait.
+    public var flushIntervalMicroseconds = 250
+    /// The fewest connections with pending output for which a flush may wait.
+    public var coalesceMinSessions = 16
+
+    /// A channel with more watchers than this is crowded: its `presence` is
+    /// gathered and sent as one summary per ``presenceIntervalMs`` (lists
+    /// cut to this many entries, with counts), and `subscribe` lists this
+    /// many watchers. Without it, every join in a channel of N watchers
+    /// costs O(N) pushes and replies of O(N) entries: quadratic.
+    public var presenceLimit = 100
+    /// How often a crowded channel's gathered presence goes out.
+    public var presenceIntervalMs = 1_000
+
     /// The defaults documented in the README.
     public init() {}
 
@@ -51,6 +70,8 @@ public struct ServerConfig: Sendable {
         try require((64...16 << 20).contains(maxFrame), "--max-frame \(maxFrame) is out of range (64…16777216 bytes)")
         try require(deloreanTickMs >= 1, "--delorean-tick-ms \(deloreanTickMs) must be at least 1")
         try require(lapTickMs >= 1, "--lap-tick-ms \(lapTickMs) must be at least 1")
+        try require((0...100_000).contains(flushIntervalMicroseconds),
+                    "--flush-interval-us \(flushIntervalMicroseconds) is out of range (0…100000; 0 flushes every loop iteration)")
         try require(historyLimit >= 1000, "--history-limit \(historyLimit) is below the contract's minimum of 1000")
         if tokens == nil && !Self.isLoopback(host) && !allowAnonymous {
             throw ConfigError(message: "refusing to listen on non-loopback address \(host) without --tokens: "

@@ -57,7 +57,7 @@ extension Server {
     /// Removes every subscription of `session` and tells the remaining
     /// watchers it left (also after an abrupt disconnect).
     func detach(_ session: Session) {
-        for channel in subscriptions.removeAll(of: session).sorted() {
+        for channel in subscriptions.removeAll(of: session) {
             broadcastPresence(channel: channel, joined: [], left: [session.watcher], except: nil)
             release(session, from: channel)
         }

@@ -40,6 +40,8 @@ final class Session {
     /// and reading pauses, so replies keep request order.
     var isBlocked = false
     var backlog: [[UInt8]] = []
+    /// Channels this session is subscribed to (kept by ``SubscriptionIndex``).
+    var subscribed: [String] = []
     /// Queued for the once-per-iteration flush.
     var isDirty = false
     /// Nothing more may be queued (a `bye` is in the buffer).
