@@ -9,15 +9,19 @@ struct ConnectionsCommand: ParsableCommand {
         commandName: "connections",
         abstract: "Many idle subscribed connections: time to open them and server memory (RSS) per connection.",
         discussion: """
-        Reads the server's `stats` on one probe connection, then opens --connections connections
-        (at most --concurrency in their handshake at a time, so the server's accept backlog is not
-        overrun), each `hello` + `subscribe` to one of --channels channels `starport/load-<run>-<n>`.
-        When all are subscribed it waits --settle seconds, reads `stats` again and reports
-        (rss_after − rss_before) / connections. Connections stay idle except a heartbeat ping every 5 s.
-        Every subscribe sends a `presence` push to the channel's earlier subscribers, so a channel with
-        m connections costs about m²/2 presence deliveries while opening (reported as presence_deliveries).
-        --duration bounds the opening phase. Exit status 1 when any connection failed.
-        Needs an open-file limit of at least connections + 64 (`ulimit -n`).
+        Reads the server's `stats` on one probe connection, then opens --connections connections (at \
+        most --concurrency in their handshake at a time, so the server's accept backlog is not \
+        overrun), each `hello` + `subscribe` to one of --channels channels `starport/load-<run>-<n>`. \
+        When all are subscribed it waits --settle seconds, reads `stats` again and reports \
+        (rss_after − rss_before) / connections. The connections stay idle but for a heartbeat ping \
+        every 5 s. Use a freshly started server: memory it freed earlier is reused and lowers the figure.
+
+        Every subscribe sends a `presence` push to the channel's earlier subscribers, so a channel with \
+        m connections costs about m²/2 presence deliveries while opening (reported as \
+        presence_deliveries).
+
+        --duration bounds the opening phase. Exit status 1 when any connection failed. Needs an \
+        open-file limit of at least connections + 64 (`ulimit -n`).
         """
     )
 

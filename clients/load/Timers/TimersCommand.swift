@@ -9,18 +9,21 @@ struct TimersCommand: ParsableCommand {
         commandName: "timers",
         abstract: "Many running countdowns watched by many connections: ticks/s, tick lateness, missed ticks.",
         discussion: """
-        Setup: one viewer connection per list `timers/load-<run>-<n>` subscribes, adds the list's
-        share of --timers (--pipeline `add`s in flight), and once every watcher is subscribed views
-        each timer with `start` so that it runs (it stays connected: a timer runs only while viewed).
-        --watchers connections per list subscribe and check every `tick` (one per second per list).
+        Setup: one viewer connection per list `timers/load-<run>-<n>` subscribes and adds the list's \
+        share of --timers (--pipeline `add`s in flight); once every watcher is subscribed it views each \
+        timer with `start`, so that the timer runs (a timer runs only while viewed: the viewer stays \
+        connected). --watchers connections per list subscribe and check every `tick` (one per second \
+        per list).
 
-        Measured for --duration: tick frames and timer updates (entries of tick.timers) delivered
-        per second to the watchers, and tick lateness: arrival versus the second the tick is due.
-        A list's ticks fall on the seconds of its first started timer, so the tick showing that
-        timer at r0 − k is due k seconds after its `start` was sent (an upper bound: it includes the
-        start request's way to the server). A missed tick (a countdown jumping by more than 1 second
-        between consecutive ticks) or a duplicated one (no change), or any error, is exit status 1.
-        Needs an open-file limit of at least lists × (watchers + 1) + 64 (`ulimit -n`).
+        Measured for --duration seconds after the setup: tick frames and timer updates (entries of \
+        tick.timers) delivered per second to the watchers, and tick lateness, arrival versus the second \
+        the tick is due. A list's ticks fall on the seconds of its first started timer: the tick showing \
+        that timer at r0 − k is due k seconds after its `start` was sent (an upper bound, it includes \
+        the start request's way to the server).
+
+        Exit status 1 on a missed tick (a countdown jumping by more than 1 between consecutive ticks), \
+        a duplicated one (no change), a stall or any error. Needs an open-file limit of at least \
+        lists × (watchers + 1) + 64 (`ulimit -n`).
         """
     )
 
