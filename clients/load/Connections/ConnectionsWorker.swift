@@ -45,6 +45,9 @@ final class ConnectionsWorker {
     private let tally: ConnectionsTally
     private let queue: OpenQueue
     private var connections: [LoadConnection] = []
+    /// Connections whose `subscribe` was answered: only these get heartbeats
+    /// (a `ping` queued before `hello` would be refused `hello_required`).
+    private var subscribed: [LoadConnection] = []
     private var latency = Histogram<UInt64>(lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000,
                                             numberOfSignificantValueDigits: .three)
     private let heartbeat: Timer
@@ -71,7 +74,7 @@ final class ConnectionsWorker {
         self.inbox = inbox
         // The server closes connections silent for 2 × heartbeat_ms (default 15 s).
         heartbeat.start(timeoutMs: 5_000, repeatMs: 5_000) { [unowned self] in
-            for connection in self.connections where !connection.isClosed { connection.send(#"{"type":"ping"}"#) }
+            for connection in self.subscribed where !connection.isClosed { connection.send(#"{"type":"ping"}"#) }
         }
         for number in plan.numbers { queue.add { [unowned self] in self.open(number) } }
         return inbox.sender
@@ -99,6 +102,7 @@ final class ConnectionsWorker {
                 done = true
                 let now = Loop.hrtime
                 _ = self.latency.record(max(1, (now &- startNs) / 1_000))
+                self.subscribed.append(connection)
                 self.tally.subscribed.add(1, ordering: .relaxed)
                 self.tally.lastOpenNs.store(now, ordering: .relaxed)
                 self.queue.finished()

@@ -66,6 +66,8 @@ final class TimersWorker {
         var startInFlight = false
         /// When the list's first `start` was sent (0: not yet).
         var anchorNs: UInt64 = 0
+        /// `hello` answered: heartbeats may go out (before it they are refused).
+        var ready = false
         init(connection: LoadConnection, list: Int, channel: String, timerCount: Int) {
             self.connection = connection
             self.list = list
@@ -87,6 +89,8 @@ final class TimersWorker {
         var lastSecond: Int?
         /// Last remaining_s seen per timer id (-1: none yet).
         var last: [Int] = []
+        /// `hello` answered: heartbeats may go out (before it they are refused).
+        var ready = false
         init(connection: LoadConnection, list: Int, number: Int) {
             self.connection = connection
             self.list = list
@@ -112,8 +116,8 @@ final class TimersWorker {
         self.inbox = inbox
         // The server closes connections silent for 2 × heartbeat_ms (default 15 s).
         heartbeat.start(timeoutMs: 5_000, repeatMs: 5_000) { [unowned self] in
-            for viewer in self.viewers where !viewer.connection.isClosed { viewer.connection.send(#"{"type":"ping"}"#) }
-            for watcher in self.watchers where !watcher.connection.isClosed { watcher.connection.send(#"{"type":"ping"}"#) }
+            for viewer in self.viewers where viewer.ready && !viewer.connection.isClosed { viewer.connection.send(#"{"type":"ping"}"#) }
+            for watcher in self.watchers where watcher.ready && !watcher.connection.isClosed { watcher.connection.send(#"{"type":"ping"}"#) }
         }
         // Viewers first: filling the lists is the long part of the setup.
         for (list, timers) in plan.viewers { queue.add { [unowned self] in self.openViewer(list: list, timers: timers) } }
@@ -173,6 +177,7 @@ final class TimersWorker {
             }
             switch kind {
             case .hello:
+                viewer.ready = true
                 return false
             case .subscribe:
                 tally.viewersReady.add(1, ordering: .relaxed)
@@ -278,6 +283,7 @@ final class TimersWorker {
                 watcher.anchorNs = anchors.get(watcher.list)
             }
         case .reply(id: 1?, _, error: nil):
+            watcher.ready = true
             tally.watchersConnected.add(1, ordering: .relaxed)
             return true
         case .reply(id: 2?, _, error: nil):
