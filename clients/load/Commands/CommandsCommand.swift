@@ -43,7 +43,7 @@ struct CommandsCommand: ParsableCommand {
         let plans = tallies.enumerated().map { index, tally in
             CommandsPlan(index: index, address: address, channelPrefix: prefix, clients: tally.clientCount)
         }
-        let directory = WorkerDirectory()
+        let directory = WorkerDirectory<WorkerOrder>()
         let threads = WorkerThreads(count: loops, makeWorker: { index, loop in
             let worker = CommandsWorker(loop: loop, plan: plans[index], tally: tallies[index], budget: budget)
             directory.register(try worker.start(), at: index)
@@ -149,7 +149,7 @@ struct CommandsCommand: ParsableCommand {
 
     /// Starts sending, prints progress, stops at the duration or when the
     /// budget is acknowledged, then waits for the commands in flight.
-    private func drive(tallies: [CommandsTally], directory: WorkerDirectory) -> Outcome {
+    private func drive(tallies: [CommandsTally], directory: WorkerDirectory<WorkerOrder>) -> Outcome {
         var outcome = Outcome()
         outcome.startNs = Loop.hrtime
         directory.broadcast(.startPublishing)

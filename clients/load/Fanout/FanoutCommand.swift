@@ -53,7 +53,7 @@ struct FanoutCommand: ParsableCommand {
             FanoutPlan(index: index, address: address, channel: channel, subscribers: tally.subscriberCount,
                        messages: messages, payloadSize: size, window: window, rate: rate, hostsPublisher: index == 0)
         }
-        let directory = WorkerDirectory()
+        let directory = WorkerDirectory<WorkerOrder>()
         let threads = WorkerThreads(count: loops, makeWorker: { index, loop in
             let worker = FanoutWorker(loop: loop, plan: plans[index], tally: tallies[index], tallies: tallies,
                                       directory: directory)
@@ -122,7 +122,7 @@ struct FanoutCommand: ParsableCommand {
 
     /// Waits for setup, starts the publisher, prints progress, and returns
     /// when everything arrived, the duration and drain are over, or something failed.
-    private func drive(tallies: [FanoutTally], directory: WorkerDirectory) -> Outcome {
+    private func drive(tallies: [FanoutTally], directory: WorkerDirectory<WorkerOrder>) -> Outcome {
         var outcome = Outcome()
         let setupDeadline = Loop.hrtime + UInt64(max(options.duration, 30) * 1e9)
         let needed = subscribers + 1

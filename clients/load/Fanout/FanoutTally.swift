@@ -34,26 +34,3 @@ enum WorkerOrder: Sendable {
     /// Close everything and let the loop exit.
     case finish
 }
-
-/// The inboxes of every worker, filled once all threads have started.
-final class WorkerDirectory: Sendable {
-    private let senders = Mutex<[InboxSender<WorkerOrder>]>([])
-
-    func register(_ sender: InboxSender<WorkerOrder>, at index: Int) {
-        senders.withLock { list in
-            while list.count <= index { list.append(sender) }
-            list[index] = sender
-        }
-    }
-
-    /// Posts `order` to worker `index` (no-op if it is not registered yet).
-    func post(_ order: WorkerOrder, to index: Int) {
-        let sender = senders.withLock { $0.indices.contains(index) ? $0[index] : nil }
-        sender?.post(order)
-    }
-
-    /// Posts `order` to every worker.
-    func broadcast(_ order: WorkerOrder) {
-        for sender in senders.withLock({ $0 }) { sender.post(order) }
-    }
-}

@@ -23,7 +23,7 @@ final class FanoutWorker {
     private let plan: FanoutPlan
     private let tally: FanoutTally
     private let tallies: [FanoutTally]
-    private let directory: WorkerDirectory
+    private let directory: WorkerDirectory<WorkerOrder>
     private var subscribers: [Subscriber] = []
     private var publisher: LoadConnection?
     private var publisherReady = false
@@ -54,7 +54,7 @@ final class FanoutWorker {
         }
     }
 
-    init(loop: Loop, plan: FanoutPlan, tally: FanoutTally, tallies: [FanoutTally], directory: WorkerDirectory) {
+    init(loop: Loop, plan: FanoutPlan, tally: FanoutTally, tallies: [FanoutTally], directory: WorkerDirectory<WorkerOrder>) {
         self.loop = loop
         self.plan = plan
         self.tally = tally

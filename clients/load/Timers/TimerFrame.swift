@@ -1,0 +1,116 @@
+import Foundation
+
+/// What the timers scenario needs from one server frame. Ticks and
+/// `timer_started` events are scanned without a JSON parse (a watcher of a
+/// list of 100 running timers reads a ~3 KB tick every second); the key
+/// order inside an object is not relied on.
+enum TimerFrame {
+    /// A `tick`: `data.timers` as (id, remaining_s) pairs, in list order.
+    case tick([(id: Int, remaining: Int)])
+    /// A `timer_started {id, remaining_s}` event.
+    case started(id: Int, remaining: Int)
+    /// A reply to request `id`: ok with the result's `id` (a timer's) when
+    /// there is one, or refused with `code: message`.
+    case reply(id: Int?, timerID: Int?, error: String?)
+    /// An `error` or `bye` push, or an unreadable frame: the run is broken.
+    case failure(String)
+    /// Anything else (`presence`, other events).
+    case other
+
+    private static let tickMarker = Array(#""type":"tick""#.utf8)
+    private static let startedMarker = Array(#""event":"timer_started""#.utf8)
+    private static let timersMarker = Array(#""timers":["#.utf8)
+    private static let dataMarker = Array(#""data":{"#.utf8)
+    private static let idKey = Array("id".utf8)
+    private static let remainingKey = Array("remaining_s".utf8)
+
+    /// Classifies one frame body.
+    static func classify(_ body: UnsafeRawBufferPointer) -> TimerFrame {
+        if WireBytes.find(tickMarker, in: body) != nil {
+            guard let start = WireBytes.find(timersMarker, in: body) else { return .failure("tick without data.timers") }
+            var entries: [(id: Int, remaining: Int)] = []
+            var index = start + timersMarker.count
+            while index < body.count, body[index] != UInt8(ascii: "]") {
+                if body[index] == UInt8(ascii: "{") {
+                    guard let (fields, end) = intObject(body, at: index),
+                          let id = fields.id, let remaining = fields.remaining else {
+                        return .failure("unreadable tick entry: \(String(decoding: body.prefix(200), as: UTF8.self))")
+                    }
+                    entries.append((id, remaining))
+                    index = end
+                } else {
+                    index += 1
+                }
+            }
+            return .tick(entries)
+        }
+        if WireBytes.find(startedMarker, in: body) != nil, let data = WireBytes.find(dataMarker, in: body),
+           let (fields, _) = intObject(body, at: data + dataMarker.count - 1),
+           let id = fields.id, let remaining = fields.remaining {
+            return .started(id: id, remaining: remaining)
+        }
+        guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
+            return .failure("unreadable frame from the server: \(String(decoding: body.prefix(200), as: UTF8.self))")
+        }
+        switch object["type"] as? String {
+        case "reply":
+            let id = (object["id"] as? NSNumber)?.intValue
+            if object["ok"] as? Bool == true {
+                let result = object["result"] as? [String: Any]
+                return .reply(id: id, timerID: (result?["id"] as? NSNumber)?.intValue, error: nil)
+            }
+            let error = object["error"] as? [String: Any]
+            return .reply(id: id, timerID: nil,
+                          error: "\(error?["code"] as? String ?? "?"): \(error?["message"] as? String ?? "")")
+        case "error":
+            let error = object["error"] as? [String: Any]
+            return .failure("error push: \(error?["code"] as? String ?? "?"): \(error?["message"] as? String ?? "")")
+        case "bye":
+            return .failure("server said bye: \(object["reason"] as? String ?? "?")")
+        default:
+            return .other
+        }
+    }
+
+    /// Reads a flat object of integer fields starting at the `{` at `offset`
+    /// (other fields are skipped); returns `id`, `remaining_s` and the offset after `}`.
+    private static func intObject(_ body: UnsafeRawBufferPointer, at offset: Int)
+        -> (fields: (id: Int?, remaining: Int?), end: Int)? {
+        var id: Int?
+        var remaining: Int?
+        var index = offset + 1
+        while index < body.count {
+            let byte = body[index]
+            if byte == UInt8(ascii: "}") { return ((id, remaining), index + 1) }
+            guard byte == UInt8(ascii: "\"") else {
+                index += 1
+                continue
+            }
+            // A key: read to the closing quote, then `:` and the value.
+            let keyStart = index + 1
+            var keyEnd = keyStart
+            while keyEnd < body.count, body[keyEnd] != UInt8(ascii: "\"") { keyEnd += 1 }
+            var valueStart = keyEnd + 1
+            while valueStart < body.count, body[valueStart] == UInt8(ascii: ":") || body[valueStart] == UInt8(ascii: " ") {
+                valueStart += 1
+            }
+            let key = UnsafeRawBufferPointer(rebasing: body[keyStart..<min(keyEnd, body.count)])
+            if let (value, after) = WireBytes.parseInt(body, at: valueStart) {
+                if key.elementsEqual(idKey) { id = value } else if key.elementsEqual(remainingKey) { remaining = value }
+                index = after
+            } else if valueStart < body.count, body[valueStart] == UInt8(ascii: "\"") {
+                // A string value: skip it (escaped quotes included).
+                var scan = valueStart + 1
+                while scan < body.count, body[scan] != UInt8(ascii: "\"") {
+                    scan += body[scan] == UInt8(ascii: "\\") ? 2 : 1
+                }
+                index = scan + 1
+            } else {
+                // Nested values do not occur in the frames scanned here.
+                index = valueStart
+                while index < body.count, body[index] != UInt8(ascii: ","), body[index] != UInt8(ascii: "}") { index += 1 }
+            }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,97 @@
+import Synchronization
+
+/// What one timers worker has seen so far, readable from the coordinating
+/// thread (relaxed atomics: counters read for progress and at the end).
+final class TimersTally: WorkerTally, @unchecked Sendable {
+    /// Viewer connections subscribed to their list.
+    let viewersReady = Atomic<Int>(0)
+    /// `add` commands acknowledged.
+    let added = Atomic<Int>(0)
+    /// Watcher connections whose `hello` was answered.
+    let watchersConnected = Atomic<Int>(0)
+    /// Watcher connections subscribed to their list.
+    let watchersSubscribed = Atomic<Int>(0)
+    /// `start` commands acknowledged (timers running).
+    let started = Atomic<Int>(0)
+    /// Tick frames delivered to watchers while measuring.
+    let ticks = Atomic<Int>(0)
+    /// Timer entries (`tick.timers`) delivered to watchers while measuring.
+    let updates = Atomic<Int>(0)
+    /// Tick frames delivered to watchers, setup included (for stall detection).
+    let ticksSeen = Atomic<Int>(0)
+    /// Tick frames a watcher never got: its list's reference countdown jumped by more than 1.
+    let missedTicks = Atomic<Int>(0)
+    /// Tick frames a watcher got twice: the reference countdown did not move.
+    let duplicatedTicks = Atomic<Int>(0)
+    /// Seconds a timer skipped between consecutive ticks (remaining_s fell by more than 1).
+    let missedUpdates = Atomic<Int>(0)
+    /// A timer showing the same remaining_s in consecutive ticks.
+    let duplicatedUpdates = Atomic<Int>(0)
+
+    /// Every counter, read once.
+    var counts: TimersCounts {
+        TimersCounts(
+            viewersReady: viewersReady.load(ordering: .relaxed), added: added.load(ordering: .relaxed),
+            watchersConnected: watchersConnected.load(ordering: .relaxed),
+            watchersSubscribed: watchersSubscribed.load(ordering: .relaxed), started: started.load(ordering: .relaxed),
+            ticks: ticks.load(ordering: .relaxed), updates: updates.load(ordering: .relaxed),
+            ticksSeen: ticksSeen.load(ordering: .relaxed), missedTicks: missedTicks.load(ordering: .relaxed),
+            duplicatedTicks: duplicatedTicks.load(ordering: .relaxed), missedUpdates: missedUpdates.load(ordering: .relaxed),
+            duplicatedUpdates: duplicatedUpdates.load(ordering: .relaxed), errors: errors.load(ordering: .relaxed))
+    }
+}
+
+/// The counters of ``TimersTally``, read at one moment and summed over workers.
+struct TimersCounts {
+    var viewersReady = 0, added = 0, watchersConnected = 0, watchersSubscribed = 0, started = 0
+    var ticks = 0, updates = 0, ticksSeen = 0
+    var missedTicks = 0, duplicatedTicks = 0, missedUpdates = 0, duplicatedUpdates = 0, errors = 0
+
+    /// The sum over `tallies`.
+    static func sum(_ tallies: [TimersTally]) -> TimersCounts {
+        tallies.reduce(into: TimersCounts()) { total, tally in
+            let part = tally.counts
+            total.viewersReady += part.viewersReady
+            total.added += part.added
+            total.watchersConnected += part.watchersConnected
+            total.watchersSubscribed += part.watchersSubscribed
+            total.started += part.started
+            total.ticks += part.ticks
+            total.updates += part.updates
+            total.ticksSeen += part.ticksSeen
+            total.missedTicks += part.missedTicks
+            total.duplicatedTicks += part.duplicatedTicks
+            total.missedUpdates += part.missedUpdates
+            total.duplicatedUpdates += part.duplicatedUpdates
+            total.errors += part.errors
+        }
+    }
+}
+
+/// Orders to a timers worker, posted from the coordinating thread.
+enum TimersOrder: Sendable {
+    /// Every timer is added: watchers subscribe to their lists.
+    case subscribeWatchers
+    /// Every watcher is subscribed: viewers start their timers.
+    case startTimers
+    /// Count ticks, updates and lateness (true) or stop counting (false).
+    case measure(Bool)
+    /// Close everything and let the loop exit.
+    case finish
+}
+
+/// Per list, the monotonic time (ns) at which its viewer sent the `start` of
+/// the list's first timer. The server starts that countdown no earlier, and
+/// the list's tick series runs on that countdown's seconds, so tick k is due
+/// no earlier than this time + k s: the reference for tick lateness (an upper
+/// bound of the true lateness, by the start request's trip to the server).
+final class ListAnchors: Sendable {
+    private let sentNs: Mutex<[UInt64]>
+
+    init(lists: Int) { sentNs = Mutex([UInt64](repeating: 0, count: lists)) }
+
+    func set(_ list: Int, _ value: UInt64) { sentNs.withLock { $0[list] = value } }
+
+    /// 0 when the list's first start has not been sent.
+    func get(_ list: Int) -> UInt64 { sentNs.withLock { $0[list] } }
+}

@@ -1,0 +1,388 @@
+import Histogram
+import UV
+
+/// What one timers worker does; fixed before its thread starts.
+struct TimersPlan: Sendable {
+    let index: Int
+    let address: SocketAddress
+    /// `timers/load-<run>`; list n is `<prefix>-<n>`.
+    let channelPrefix: String
+    /// The lists whose viewer this worker runs, with how many timers each gets.
+    let viewers: [(list: Int, timers: Int)]
+    /// The watchers this worker runs: (list, watcher number within the list).
+    let watchers: [(list: Int, number: Int)]
+    /// `remaining_s` of every added timer: longer than setup and measurement together.
+    let remainingS: Int
+    /// `add` commands in flight at most per viewer connection.
+    let pipeline: Int
+    /// Connections in their opening handshake at most on this worker.
+    let concurrency: Int
+}
+
+/// One event loop's share of a timers run: some lists' viewer connections
+/// (each subscribes to its list, adds the list's timers with several `add`s
+/// in flight, then views every timer with `start` so that it runs) and some
+/// watcher connections (each subscribes to one list and checks every tick).
+/// Lives on its loop's thread only.
+final class TimersWorker {
+    /// Non-first timers of a list are started only in this part of the
+    /// second after the list's first `start` was sent (ns), so their own
+    /// seconds sit well inside the list's tick seconds: see ``pumpStarts(_:)``.
+    static let startWindow: ClosedRange<UInt64> = 250_000_000...650_000_000
+
+    private let loop: Loop
+    private let plan: TimersPlan
+    private let tally: TimersTally
+    private let anchors: ListAnchors
+    private let queue: OpenQueue
+    private var viewers: [Viewer] = []
+    private var watchers: [Watcher] = []
+    private var measuring = false
+    private var starting = false
+    private var lateness = Histogram<UInt64>(lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000,
+                                             numberOfSignificantValueDigits: .three)
+    private let heartbeat: Timer
+    private let starter: Timer
+    private var inbox: AsyncInbox<TimersOrder>?
+    private var finished = false
+
+    /// What a viewer is waiting for, by request id.
+    enum Request { case hello, subscribe, add, start }
+
+    /// The connection that fills one list and views all its timers.
+    final class Viewer {
+        let connection: LoadConnection
+        let list: Int
+        let channel: String
+        let timerCount: Int
+        var pending: [Int: Request] = [:]
+        var nextRequestID = 1
+        var addsSent = 0
+        var addsInFlight = 0
+        /// Timer ids from the `add` replies, in list order.
+        var ids: [Int] = []
+        /// Next timer in `ids` to start.
+        var startIndex = 0
+        var startInFlight = false
+        /// When the list's first `start` was sent (0: not yet).
+        var anchorNs: UInt64 = 0
+        /// `hello` answered: heartbeats may go out (before it they are refused).
+        var ready = false
+        init(connection: LoadConnection, list: Int, channel: String, timerCount: Int) {
+            self.connection = connection
+            self.list = list
+            self.channel = channel
+            self.timerCount = timerCount
+        }
+    }
+
+    /// One subscriber of a list that checks every tick.
+    final class Watcher {
+        let connection: LoadConnection
+        let list: Int
+        let number: Int
+        /// The list's first started timer: the tick series runs on its seconds.
+        var anchorID: Int?
+        var anchorRemaining = 0
+        var anchorNs: UInt64 = 0
+        /// The reference countdown's seconds gone at the last tick.
+        var lastSecond: Int?
+        /// Last remaining_s seen per timer id (-1: none yet).
+        var last: [Int] = []
+        /// `hello` answered: heartbeats may go out (before it they are refused).
+        var ready = false
+        init(connection: LoadConnection, list: Int, number: Int) {
+            self.connection = connection
+            self.list = list
+            self.number = number
+        }
+    }
+
+    init(loop: Loop, plan: TimersPlan, tally: TimersTally, anchors: ListAnchors) {
+        self.loop = loop
+        self.plan = plan
+        self.tally = tally
+        self.anchors = anchors
+        queue = OpenQueue(limit: plan.concurrency)
+        heartbeat = Timer(loop: loop)
+        starter = Timer(loop: loop)
+    }
+
+    /// Creates the inbox (returned for other threads) and queues every connection.
+    func start() throws(UVError) -> InboxSender<TimersOrder> {
+        let inbox = try AsyncInbox<TimersOrder>(loop: loop) { [unowned self] orders in
+            for order in orders { self.handle(order) }
+        }
+        self.inbox = inbox
+        // The server closes connections silent for 2 × heartbeat_ms (default 15 s).
+        heartbeat.start(timeoutMs: 5_000, repeatMs: 5_000) { [unowned self] in
+            for viewer in self.viewers where viewer.ready && !viewer.connection.isClosed { viewer.connection.send(#"{"type":"ping"}"#) }
+            for watcher in self.watchers where watcher.ready && !watcher.connection.isClosed { watcher.connection.send(#"{"type":"ping"}"#) }
+        }
+        // Viewers first: filling the lists is the long part of the setup.
+        for (list, timers) in plan.viewers { queue.add { [unowned self] in self.openViewer(list: list, timers: timers) } }
+        for (list, number) in plan.watchers { queue.add { [unowned self] in self.openWatcher(list: list, number: number) } }
+        return inbox.sender
+    }
+
+    private func hello(_ name: String) -> String {
+        #"{"type":"hello","id":1,"protocol":1,"client":"outatime-load/0.1","name":"\#(name)"}"#
+    }
+
+    // MARK: Viewers
+
+    private func openViewer(list: Int, timers: Int) {
+        let connection = LoadConnection(loop: loop)
+        let viewer = Viewer(connection: connection, list: list, channel: "\(plan.channelPrefix)-\(list)", timerCount: timers)
+        viewers.append(viewer)
+        var handshaking = true
+        connection.onFailure = { [unowned self] reason in
+            self.tally.recordError("viewer of \(viewer.channel): \(reason)")
+            if handshaking {
+                handshaking = false
+                self.queue.finished()
+            }
+        }
+        connection.onFrame = { [unowned self, unowned viewer] body in
+            if self.viewerReceived(body, viewer) && handshaking {
+                handshaking = false
+                self.queue.finished()
+            }
+        }
+        connection.open(plan.address) { [unowned self] in
+            self.send(.hello, self.hello("load-viewer-\(list)"), on: viewer, flush: false)
+            self.send(.subscribe, #"{"type":"subscribe","id":2,"channel":"\#(viewer.channel)"}"#, on: viewer)
+        }
+    }
+
+    /// Registers request `kind` under the viewer's next id and queues `json` (which must carry that id).
+    private func send(_ kind: Request, _ json: String, on viewer: Viewer, flush: Bool = true) {
+        viewer.pending[viewer.nextRequestID] = kind
+        viewer.nextRequestID += 1
+        viewer.connection.enqueue(body: Array(json.utf8))
+        if flush { viewer.connection.flush() }
+    }
+
+    /// Handles one frame to a viewer; true once its subscription is answered.
+    private func viewerReceived(_ body: UnsafeRawBufferPointer, _ viewer: Viewer) -> Bool {
+        switch TimerFrame.classify(body) {
+        case .reply(let id?, let timerID, let error):
+            guard let kind = viewer.pending.removeValue(forKey: id) else {
+                tally.recordError("viewer of \(viewer.channel): reply to unknown request \(id)")
+                return false
+            }
+            if let error {
+                tally.recordError("viewer of \(viewer.channel): \(kind) refused: \(error)")
+                return kind == .subscribe
+            }
+            switch kind {
+            case .hello:
+                viewer.ready = true
+                return false
+            case .subscribe:
+                tally.viewersReady.add(1, ordering: .relaxed)
+                pumpAdds(viewer)
+                return true
+            case .add:
+                guard let timerID else {
+                    tally.recordError("viewer of \(viewer.channel): add reply without a timer id")
+                    return false
+                }
+                viewer.ids.append(timerID)
+                viewer.addsInFlight -= 1
+                tally.added.add(1, ordering: .relaxed)
+                pumpAdds(viewer)
+            case .start:
+                viewer.startInFlight = false
+                viewer.startIndex += 1
+                tally.started.add(1, ordering: .relaxed)
+                pumpStarts(viewer)
+            }
+        case .reply(nil, _, let error):
+            tally.recordError("viewer of \(viewer.channel): reply without id (\(error ?? "ok"))")
+        case .failure(let reason):
+            tally.recordError("viewer of \(viewer.channel): \(reason)")
+        case .tick, .started, .other:
+            break
+        }
+        return false
+    }
+
+    /// Keeps up to `pipeline` `add`s in flight until the list has all its timers.
+    private func pumpAdds(_ viewer: Viewer) {
+        var sent = false
+        while viewer.addsSent < viewer.timerCount, viewer.addsInFlight < plan.pipeline, !viewer.connection.isClosed {
+            let number = viewer.addsSent
+            viewer.addsSent += 1
+            viewer.addsInFlight += 1
+            send(.add, #"{"type":"command","id":\#(viewer.nextRequestID),"channel":"\#(viewer.channel)","action":"add","args":{"event":"load \#(number)","remaining_s":\#(plan.remainingS)}}"#,
+                 on: viewer, flush: false)
+            sent = true
+        }
+        if sent { viewer.connection.flush() }
+    }
+
+    /// Starts the viewer's next timer when the timing allows: the first at
+    /// once (it anchors the list's tick series: ticks fall on its seconds),
+    /// every other one only inside ``startWindow`` of the anchor's second and
+    /// one at a time. A tick's values are read when the server gets to it,
+    /// so a countdown whose seconds fall next to the series' seconds could
+    /// show the same value twice or skip one when ticks are a little late;
+    /// mid-second starts keep that from being counted as a missed or
+    /// duplicated tick unless a tick is more than ~250 ms off.
+    private func pumpStarts(_ viewer: Viewer) {
+        guard starting, !viewer.startInFlight, viewer.startIndex < viewer.ids.count, !viewer.connection.isClosed else { return }
+        let now = Loop.hrtime
+        if viewer.startIndex == 0 {
+            viewer.anchorNs = now
+            anchors.set(viewer.list, now)
+        } else {
+            guard Self.startWindow.contains((now - viewer.anchorNs) % 1_000_000_000) else { return }
+        }
+        viewer.startInFlight = true
+        send(.start, #"{"type":"command","id":\#(viewer.nextRequestID),"channel":"\#(viewer.channel)","action":"start","args":{"id":\#(viewer.ids[viewer.startIndex])}}"#,
+             on: viewer)
+    }
+
+    // MARK: Watchers
+
+    private func openWatcher(list: Int, number: Int) {
+        let connection = LoadConnection(loop: loop)
+        let watcher = Watcher(connection: connection, list: list, number: number)
+        watchers.append(watcher)
+        var handshaking = true
+        connection.onFailure = { [unowned self] reason in
+            self.tally.recordError("watcher \(number) of list \(list): \(reason)")
+            if handshaking {
+                handshaking = false
+                self.queue.finished()
+            }
+        }
+        connection.onFrame = { [unowned self, unowned watcher] body in
+            if self.watcherReceived(body, watcher) && handshaking {
+                handshaking = false
+                self.queue.finished()
+            }
+        }
+        connection.open(plan.address) { [unowned self] in connection.send(self.hello("load-watch-\(list)-\(number)")) }
+    }
+
+    private func subscribe(_ watcher: Watcher) {
+        watcher.connection.send(#"{"type":"subscribe","id":2,"channel":"\#(plan.channelPrefix)-\#(watcher.list)"}"#)
+    }
+
+    /// Handles one frame to a watcher; true once its `hello` is answered.
+    private func watcherReceived(_ body: UnsafeRawBufferPointer, _ watcher: Watcher) -> Bool {
+        switch TimerFrame.classify(body) {
+        case .tick(let entries):
+            tick(entries, to: watcher, at: Loop.hrtime)
+        case .started(let id, let remaining):
+            if watcher.anchorID == nil {
+                watcher.anchorID = id
+                watcher.anchorRemaining = remaining
+                watcher.anchorNs = anchors.get(watcher.list)
+            }
+        case .reply(id: 1?, _, error: nil):
+            watcher.ready = true
+            tally.watchersConnected.add(1, ordering: .relaxed)
+            return true
+        case .reply(id: 2?, _, error: nil):
+            tally.watchersSubscribed.add(1, ordering: .relaxed)
+        case .reply(let id, _, let error):
+            tally.recordError("watcher \(watcher.number) of list \(watcher.list): request \(id.map(String.init) ?? "?") \(error.map { "refused: \($0)" } ?? "unexpected")")
+            return id == 1
+        case .failure(let reason):
+            tally.recordError("watcher \(watcher.number) of list \(watcher.list): \(reason)")
+        case .other:
+            break
+        }
+        return false
+    }
+
+    /// Checks one tick: every timer's countdown moves by exactly one second
+    /// since the previous tick, and so does the list's reference countdown
+    /// (the first started timer), whose seconds give the tick's due time.
+    private func tick(_ entries: [(id: Int, remaining: Int)], to watcher: Watcher, at now: UInt64) {
+        tally.ticksSeen.add(1, ordering: .relaxed)
+        if measuring {
+            tally.ticks.add(1, ordering: .relaxed)
+            tally.updates.add(entries.count, ordering: .relaxed)
+        }
+        var missed = 0
+        var duplicated = 0
+        for (id, remaining) in entries {
+            guard id >= 0, id < 100_000_000 else {
+                tally.recordError("list \(watcher.list): tick with timer id \(id)")
+                continue
+            }
+            if id >= watcher.last.count {
+                watcher.last.append(contentsOf: repeatElement(-1, count: id + 1 - watcher.last.count))
+            }
+            let previous = watcher.last[id]
+            watcher.last[id] = remaining
+            if previous >= 0 {
+                switch previous - remaining {
+                case 1: break
+                case 0: duplicated += 1
+                case let gone where gone > 1: missed += gone - 1
+                default: tally.recordError("list \(watcher.list) timer \(id): remaining_s rose from \(previous) to \(remaining)")
+                }
+            }
+            guard id == watcher.anchorID else { continue }
+            let second = watcher.anchorRemaining - remaining
+            if let lastSecond = watcher.lastSecond {
+                switch second - lastSecond {
+                case 1: break
+                case 0: tally.duplicatedTicks.add(1, ordering: .relaxed)
+                case let gone where gone > 1: tally.missedTicks.add(gone - 1, ordering: .relaxed)
+                default: tally.recordError("list \(watcher.list): tick for second \(second) after second \(lastSecond)")
+                }
+            }
+            watcher.lastSecond = second
+            if measuring && watcher.anchorNs > 0 && second >= 0 {
+                let due = watcher.anchorNs + UInt64(second) * 1_000_000_000
+                _ = lateness.record(max(1, now > due ? (now - due) / 1_000 : 0))
+            }
+        }
+        if missed > 0 { tally.missedUpdates.add(missed, ordering: .relaxed) }
+        if duplicated > 0 { tally.duplicatedUpdates.add(duplicated, ordering: .relaxed) }
+    }
+
+    // MARK: Orders
+
+    private func handle(_ order: TimersOrder) {
+        switch order {
+        case .subscribeWatchers:
+            for watcher in watchers where !watcher.connection.isClosed { subscribe(watcher) }
+        case .startTimers:
+            starting = true
+            for viewer in viewers { pumpStarts(viewer) }
+            starter.start(timeoutMs: 5, repeatMs: 5) { [unowned self] in
+                var pending = false
+                for viewer in self.viewers where viewer.startIndex < viewer.ids.count && !viewer.connection.isClosed {
+                    pending = true
+                    self.pumpStarts(viewer)
+                }
+                if !pending { self.starter.stop() }
+            }
+        case .measure(let on):
+            measuring = on
+        case .finish:
+            finish()
+        }
+    }
+
+    private func finish() {
+        guard !finished else { return }
+        finished = true
+        queue.cancel()
+        tally.storeLatency(lateness)
+        // Watchers first: the viewers' departure pauses every timer
+        // (`timer_stopped` events), which nobody needs to receive.
+        for watcher in watchers { watcher.connection.close() }
+        for viewer in viewers { viewer.connection.close() }
+        heartbeat.close()
+        starter.close()
+        inbox?.close()
+    }
+}
