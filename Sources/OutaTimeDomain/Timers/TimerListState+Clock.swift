@@ -49,10 +49,13 @@ extension TimerListState {
     }
 
     /// The per-second `tick` data, `{"timers": [{"id", "remaining_s"}]}` with
-    /// every running timer (list order), or nil when none runs. A timer due
-    /// but not yet advanced shows 0, never less.
+    /// every timer running at `now` (list order), or nil when none runs. A
+    /// timer due but not yet advanced shows 0, never less. `now` is the
+    /// tick's own second, which the server may process a little later: a
+    /// timer started after it is not in this tick (its first tick is the
+    /// next one), so consecutive ticks always differ by exactly one second.
     public func tick(at now: Date) -> JSONValue? {
-        let running = runningTimers
+        let running = runningTimers.filter { ($0.countdown?.since ?? now) <= now }
         guard !running.isEmpty else { return nil }
         return .object(["timers": .array(running.map { timer in
             .object(["id": .int(Int64(timer.id)), "remaining_s": .int(Int64(timer.remaining(at: now)))])

@@ -64,7 +64,12 @@ extension Server {
             if let base = channel.tickBase, base + (channel.ticksDone + 1) * 1000 <= now {
                 let before = channel.ticksDone
                 channel.ticksDone = (now - base) / 1000
-                if let tick = state.tick(at: time) { broadcast(TickPush(channel: key, data: tick), to: key) }
+                // Values of the tick's own second, not of the moment it is
+                // processed: a late tick still shows each countdown exactly
+                // one second on from the previous one. (Half a millisecond
+                // past it, so rounding never puts it before its second.)
+                let second = clock.date(atLoopMilliseconds: base + channel.ticksDone * 1000).addingTimeInterval(0.0005)
+                if let tick = state.tick(at: min(second, time)) { broadcast(TickPush(channel: key, data: tick), to: key) }
                 if channel.ticksDone / Self.checkpointEveryTicks != before / Self.checkpointEveryTicks {
                     checkpoint(channel, at: time)
                 }

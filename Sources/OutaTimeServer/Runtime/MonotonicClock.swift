@@ -18,6 +18,12 @@ struct MonotonicClock: DomainClock {
         wallAtStart.addingTimeInterval(Double(Loop.hrtime - monotonicAtStart) / 1e9)
     }
 
+    /// The domain time at loop time `milliseconds` (inverse of
+    /// ``loopMilliseconds(for:)``, to the millisecond).
+    func date(atLoopMilliseconds milliseconds: UInt64) -> Date {
+        wallAtStart.addingTimeInterval((Double(milliseconds) * 1e6 - Double(monotonicAtStart)) / 1e9)
+    }
+
     /// The loop time (`uv_now` milliseconds, from the same monotonic clock)
     /// at which `date` arrives, rounded up so the domain sees it as passed.
     func loopMilliseconds(for date: Date) -> UInt64 {

@@ -86,6 +86,24 @@ import Testing
         #expect(list.nextFinish() == F.at(600))
     }
 
+    @Test func aTickForAnEarlierSecondLeavesOutTimersStartedAfterIt() throws {
+        // The server builds a late tick for its own second: a countdown that
+        // started after that second first appears in the next tick, so its
+        // values step by exactly one from tick to tick.
+        var list = TimerListState.initial
+        for _ in 0..<2 {
+            _ = try list.perform("add", F.args(["event": .string("E"), "remaining_s": F.int(30)]), F.context(0))
+        }
+        _ = try list.perform("start", F.args(["id": F.int(1)]), F.context(0))
+        _ = try list.perform("start", F.args(["id": F.int(2)]), F.context(1.2))
+        func entry(_ id: Int, _ remaining: Int) -> JSONValue {
+            .object(["id": F.int(id), "remaining_s": F.int(remaining)])
+        }
+        #expect(list.tick(at: F.at(1)) == .object(["timers": .array([entry(1, 29)])]))
+        #expect(list.tick(at: F.at(2)) == .object(["timers": .array([entry(1, 28), entry(2, 30)])]))
+        #expect(list.tick(at: F.at(3)) == .object(["timers": .array([entry(1, 27), entry(2, 29)])]))
+    }
+
     @Test func simultaneousFinishesAreOrderedByID() throws {
         var list = TimerListState.initial
         for _ in 0..<3 {

@@ -25,11 +25,6 @@ struct TimersPlan: Sendable {
 /// watcher connections (each subscribes to one list and checks every tick).
 /// Lives on its loop's thread only.
 final class TimersWorker {
-    /// Non-first timers of a list are started only in this part of the
-    /// second after the list's first `start` was sent (ns), so their own
-    /// seconds sit well inside the list's tick seconds: see ``pumpStarts(_:)``.
-    static let startWindow: ClosedRange<UInt64> = 250_000_000...650_000_000
-
     private let loop: Loop
     private let plan: TimersPlan
     private let tally: TimersTally
@@ -222,22 +217,17 @@ final class TimersWorker {
         if sent { viewer.connection.flush() }
     }
 
-    /// Starts the viewer's next timer when the timing allows: the first at
-    /// once (it anchors the list's tick series: ticks fall on its seconds),
-    /// every other one only inside ``startWindow`` of the anchor's second and
-    /// one at a time. A tick's values are read when the server gets to it,
-    /// so a countdown whose seconds fall next to the series' seconds could
-    /// show the same value twice or skip one when ticks are a little late;
-    /// mid-second starts keep that from being counted as a missed or
-    /// duplicated tick unless a tick is more than ~250 ms off.
+    /// Starts the viewer's next timer, one at a time (the server answers a
+    /// connection's requests in order anyway). The first anchors the list's
+    /// tick series: ticks fall on its seconds. The server computes each tick
+    /// for its own second, not for the moment it gets to it, so countdowns
+    /// started at any point of a second step by exactly one per tick.
     private func pumpStarts(_ viewer: Viewer) {
         guard starting, !viewer.startInFlight, viewer.startIndex < viewer.ids.count, !viewer.connection.isClosed else { return }
         let now = Loop.hrtime
         if viewer.startIndex == 0 {
             viewer.anchorNs = now
             anchors.set(viewer.list, now)
-        } else {
-            guard Self.startWindow.contains((now - viewer.anchorNs) % 1_000_000_000) else { return }
         }
         viewer.startInFlight = true
         send(.start, #"{"type":"command","id":\#(viewer.nextRequestID),"channel":"\#(viewer.channel)","action":"start","args":{"id":\#(viewer.ids[viewer.startIndex])}}"#,
