@@ -48,8 +48,10 @@ extension TimerListState {
         return due.map { record(Self.finished(id: $0.id), at: $0.deadline) }
     }
 
-    /// The per-second `tick` data, `{"timers": [{"id", "remaining_s"}]}` with
-    /// every timer running at `now` (list order), or nil when none runs. A
+    /// The per-second `tick` data, `{"timers": [{"id", "remaining_s"}], "at"}`
+    /// with every timer running at `now` (list order) and `now` itself to the
+    /// millisecond (the second the tick stands for, so a client can tell how
+    /// late it arrived), or nil when none runs. A
     /// timer due but not yet advanced shows 0, never less. `now` is the
     /// tick's own second, which the server may process a little later: a
     /// timer started after it is not in this tick (its first tick is the
@@ -57,9 +59,12 @@ extension TimerListState {
     public func tick(at now: Date) -> JSONValue? {
         let running = runningTimers.filter { ($0.countdown?.since ?? now) <= now }
         guard !running.isEmpty else { return nil }
-        return .object(["timers": .array(running.map { timer in
-            .object(["id": .int(Int64(timer.id)), "remaining_s": .int(Int64(timer.remaining(at: now)))])
-        })])
+        return .object([
+            "timers": .array(running.map { timer in
+                .object(["id": .int(Int64(timer.id)), "remaining_s": .int(Int64(timer.remaining(at: now)))])
+            }),
+            "at": .string(MillisecondTime.format(MillisecondTime.milliseconds(now))),
+        ])
     }
 
     /// After a restart no viewer is left: every running timer pauses at its

@@ -67,9 +67,10 @@ extension Server {
                 // Values of the tick's own second, not of the moment it is
                 // processed: a late tick still shows each countdown exactly
                 // one second on from the previous one. (Half a millisecond
-                // past it, so rounding never puts it before its second.)
+                // past it, so rounding never puts it before its second; the
+                // loop only runs this once that second has passed.)
                 let second = clock.date(atLoopMilliseconds: base + channel.ticksDone * 1000).addingTimeInterval(0.0005)
-                if let tick = state.tick(at: min(second, time)) { broadcast(TickPush(channel: key, data: tick), to: key) }
+                if let tick = state.tick(at: second) { broadcast(TickPush(channel: key, data: tick), to: key) }
                 if channel.ticksDone / Self.checkpointEveryTicks != before / Self.checkpointEveryTicks {
                     checkpoint(channel, at: time)
                 }

@@ -12,6 +12,25 @@ enum TimerFixture {
     /// `t0 + seconds`.
     static func at(_ seconds: Double) -> Date { t0.addingTimeInterval(seconds) }
 
+    /// `t0 + seconds` as a tick's `at`: ISO 8601 with three fractional digits.
+    static func isoMilliseconds(_ seconds: Double) -> String {
+        let millisecond = Int((seconds * 1_000).rounded())
+        let whole = ISOTime.format(t0.addingTimeInterval(Double(millisecond / 1_000)))
+        return String(whole.dropLast()) + "." + String(format: "%03d", millisecond % 1_000) + "Z"
+    }
+
+    /// The `timers` array of a tick (nil for no tick).
+    static func timers(_ tick: JSONValue?) -> JSONValue? {
+        guard case .object(let fields)? = tick else { return nil }
+        return fields["timers"]
+    }
+
+    /// The `at` of a tick (nil for no tick).
+    static func tickAt(_ tick: JSONValue?) -> JSONValue? {
+        guard case .object(let fields)? = tick else { return nil }
+        return fields["at"]
+    }
+
     /// A context at `t0 + seconds` for `session`.
     static func context(_ seconds: Double = 0, session: String = "alice") -> ActionContext {
         ActionContext(now: at(seconds), session: session, actor: "Doc")

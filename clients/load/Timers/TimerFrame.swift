@@ -1,12 +1,15 @@
 import Foundation
+import OutaTimeProtocol
 
 /// What the timers scenario needs from one server frame. Ticks and
 /// `timer_started` events are scanned without a JSON parse (a watcher of a
 /// list of 100 running timers reads a ~3 KB tick every second); the key
 /// order inside an object is not relied on.
 enum TimerFrame {
-    /// A `tick`: `data.timers` as (id, remaining_s) pairs, in list order.
-    case tick([(id: Int, remaining: Int)])
+    /// A `tick`: `data.timers` as (id, remaining_s) pairs, in list order,
+    /// and `data.at`, the second the tick stands for (seconds since 1970;
+    /// nil from a server that does not send it).
+    case tick([(id: Int, remaining: Int)], at: Double?)
     /// A `timer_started {id, remaining_s}` event.
     case started(id: Int, remaining: Int)
     /// A reply to request `id`: ok with the result's `id` (a timer's) when
@@ -21,6 +24,7 @@ enum TimerFrame {
     private static let startedMarker = Array(#""event":"timer_started""#.utf8)
     private static let timersMarker = Array(#""timers":["#.utf8)
     private static let dataMarker = Array(#""data":{"#.utf8)
+    private static let atMarker = Array(#""at":""#.utf8)
     private static let idKey = Array("id".utf8)
     private static let remainingKey = Array("remaining_s".utf8)
 
@@ -42,7 +46,7 @@ enum TimerFrame {
                     index += 1
                 }
             }
-            return .tick(entries)
+            return .tick(entries, at: tickTime(body, from: index))
         }
         if WireBytes.find(startedMarker, in: body) != nil, let data = WireBytes.find(dataMarker, in: body),
            let (fields, _) = intObject(body, at: data + dataMarker.count - 1),
@@ -70,6 +74,16 @@ enum TimerFrame {
         default:
             return .other
         }
+    }
+
+    /// The `"at":"…"` after the timers array, parsed with the protocol's ISO 8601 reader.
+    private static func tickTime(_ body: UnsafeRawBufferPointer, from offset: Int) -> Double? {
+        let rest = UnsafeRawBufferPointer(rebasing: body[offset...])
+        guard let marker = WireBytes.find(atMarker, in: rest) else { return nil }
+        let start = marker + atMarker.count
+        guard let end = rest[start...].firstIndex(of: UInt8(ascii: "\"")) else { return nil }
+        let text = String(decoding: rest[start..<end], as: UTF8.self)
+        return ISOTime.parse(text)?.timeIntervalSince1970
     }
 
     /// Reads a flat object of integer fields starting at the `{` at `offset`

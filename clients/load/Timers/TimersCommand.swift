@@ -16,10 +16,9 @@ struct TimersCommand: ParsableCommand {
         per list).
 
         Measured for --duration seconds after the setup: tick frames and timer updates (entries of \
-        tick.timers) delivered per second to the watchers, and tick lateness, arrival versus the second \
-        the tick is due. A list's ticks fall on the seconds of its first started timer: the tick showing \
-        that timer at r0 − k is due k seconds after its `start` was sent (an upper bound, it includes \
-        the start request's way to the server).
+        tick.timers) delivered per second to the watchers, and tick lateness: arrival versus the second \
+        the tick stands for (its `at`, to the millisecond, read on this machine's clock: run the harness \
+        on the server's machine).
 
         Exit status 1 on a missed tick (a countdown jumping by more than 1 between consecutive ticks), \
         a duplicated one (no change), a stall or any error. Needs an open-file limit of at least \
@@ -88,11 +87,10 @@ struct TimersCommand: ParsableCommand {
                 concurrency: LoadOptions.share(of: concurrency, loop: index, loops: loops))
         }
         let tallies = (0..<loops).map { _ in TimersTally() }
-        let anchors = ListAnchors(lists: lists)
         let directory = WorkerDirectory<TimersOrder>()
         let startNs = Loop.hrtime
         let threads = WorkerThreads(count: loops, makeWorker: { index, loop in
-            let worker = TimersWorker(loop: loop, plan: plans[index], tally: tallies[index], anchors: anchors)
+            let worker = TimersWorker(loop: loop, plan: plans[index], tally: tallies[index])
             directory.register(try worker.start(), at: index)
             return worker
         }, onStartFailure: { index, error in tallies[index].recordError("worker \(index) did not start: \(error)") })

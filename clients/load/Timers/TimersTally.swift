@@ -79,19 +79,3 @@ enum TimersOrder: Sendable {
     /// Close everything and let the loop exit.
     case finish
 }
-
-/// Per list, the monotonic time (ns) at which its viewer sent the `start` of
-/// the list's first timer. The server starts that countdown no earlier, and
-/// the list's tick series runs on that countdown's seconds, so tick k is due
-/// no earlier than this time + k s: the reference for tick lateness (an upper
-/// bound of the true lateness, by the start request's trip to the server).
-final class ListAnchors: Sendable {
-    private let sentNs: Mutex<[UInt64]>
-
-    init(lists: Int) { sentNs = Mutex([UInt64](repeating: 0, count: lists)) }
-
-    func set(_ list: Int, _ value: UInt64) { sentNs.withLock { $0[list] = value } }
-
-    /// 0 when the list's first start has not been sent.
-    func get(_ list: Int) -> UInt64 { sentNs.withLock { $0[list] } }
-}

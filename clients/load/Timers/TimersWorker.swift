@@ -1,3 +1,4 @@
+import struct Foundation.Date
 import Histogram
 import UV
 
@@ -28,7 +29,6 @@ final class TimersWorker {
     private let loop: Loop
     private let plan: TimersPlan
     private let tally: TimersTally
-    private let anchors: ListAnchors
     private let queue: OpenQueue
     private var viewers: [Viewer] = []
     private var watchers: [Watcher] = []
@@ -59,8 +59,6 @@ final class TimersWorker {
         /// Next timer in `ids` to start.
         var startIndex = 0
         var startInFlight = false
-        /// When the list's first `start` was sent (0: not yet).
-        var anchorNs: UInt64 = 0
         /// `hello` answered: heartbeats may go out (before it they are refused).
         var ready = false
         init(connection: LoadConnection, list: Int, channel: String, timerCount: Int) {
@@ -79,7 +77,6 @@ final class TimersWorker {
         /// The list's first started timer: the tick series runs on its seconds.
         var anchorID: Int?
         var anchorRemaining = 0
-        var anchorNs: UInt64 = 0
         /// The reference countdown's seconds gone at the last tick.
         var lastSecond: Int?
         /// Last remaining_s seen per timer id (-1: none yet).
@@ -93,11 +90,10 @@ final class TimersWorker {
         }
     }
 
-    init(loop: Loop, plan: TimersPlan, tally: TimersTally, anchors: ListAnchors) {
+    init(loop: Loop, plan: TimersPlan, tally: TimersTally) {
         self.loop = loop
         self.plan = plan
         self.tally = tally
-        self.anchors = anchors
         queue = OpenQueue(limit: plan.concurrency)
         heartbeat = Timer(loop: loop)
         starter = Timer(loop: loop)
@@ -224,11 +220,6 @@ final class TimersWorker {
     /// started at any point of a second step by exactly one per tick.
     private func pumpStarts(_ viewer: Viewer) {
         guard starting, !viewer.startInFlight, viewer.startIndex < viewer.ids.count, !viewer.connection.isClosed else { return }
-        let now = Loop.hrtime
-        if viewer.startIndex == 0 {
-            viewer.anchorNs = now
-            anchors.set(viewer.list, now)
-        }
         viewer.startInFlight = true
         send(.start, #"{"type":"command","id":\#(viewer.nextRequestID),"channel":"\#(viewer.channel)","action":"start","args":{"id":\#(viewer.ids[viewer.startIndex])}}"#,
              on: viewer)
@@ -264,13 +255,12 @@ final class TimersWorker {
     /// Handles one frame to a watcher; true once its `hello` is answered.
     private func watcherReceived(_ body: UnsafeRawBufferPointer, _ watcher: Watcher) -> Bool {
         switch TimerFrame.classify(body) {
-        case .tick(let entries):
-            tick(entries, to: watcher, at: Loop.hrtime)
+        case .tick(let entries, let at):
+            tick(entries, due: at, to: watcher, arrived: Date().timeIntervalSince1970)
         case .started(let id, let remaining):
             if watcher.anchorID == nil {
                 watcher.anchorID = id
                 watcher.anchorRemaining = remaining
-                watcher.anchorNs = anchors.get(watcher.list)
             }
         case .reply(id: 1?, _, error: nil):
             watcher.ready = true
@@ -292,7 +282,7 @@ final class TimersWorker {
     /// Checks one tick: every timer's countdown moves by exactly one second
     /// since the previous tick, and so does the list's reference countdown
     /// (the first started timer), whose seconds give the tick's due time.
-    private func tick(_ entries: [(id: Int, remaining: Int)], to watcher: Watcher, at now: UInt64) {
+    private func tick(_ entries: [(id: Int, remaining: Int)], due: Double?, to watcher: Watcher, arrived: Double) {
         tally.ticksSeen.add(1, ordering: .relaxed)
         if measuring {
             tally.ticks.add(1, ordering: .relaxed)
@@ -329,10 +319,11 @@ final class TimersWorker {
                 }
             }
             watcher.lastSecond = second
-            if measuring && watcher.anchorNs > 0 && second >= 0 {
-                let due = watcher.anchorNs + UInt64(second) * 1_000_000_000
-                _ = lateness.record(max(1, now > due ? (now - due) / 1_000 : 0))
-            }
+        }
+        // Lateness: arrival (this machine's wall clock, which the server's
+        // clock also follows) against the second the tick stands for.
+        if measuring, let due {
+            _ = lateness.record(UInt64(max(1, ((arrived - due) * 1_000_000).rounded())))
         }
         if missed > 0 { tally.missedUpdates.add(missed, ordering: .relaxed) }
         if duplicated > 0 { tally.duplicatedUpdates.add(duplicated, ordering: .relaxed) }
