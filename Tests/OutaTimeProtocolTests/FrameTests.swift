@@ -60,7 +60,7 @@ struct FrameTests {
     @Test("the encoder writes compact JSON with '/' unescaped")
     func encoderBody() throws {
         let encoder = MessageEncoder()
-        let text = String(decoding: try encoder.body(TickPush(channel: "laps/track-1", data: .object([:]))), as: UTF8.self)
+        let text = String(decoding: try encoder.body(TickPush<JSONValue>(channel: "laps/track-1", data: .object([:]))), as: UTF8.self)
         #expect(text.contains(#""channel":"laps/track-1""#))
         #expect(!text.contains("\\/"))
         #expect(!text.contains("\n"))
@@ -80,7 +80,7 @@ struct FrameTests {
     func encoderRejectsNaN() {
         let encoder = MessageEncoder()
         #expect(throws: EncodingError.self) {
-            try encoder.frame(TickPush(channel: "laps/a", data: .double(.nan)))
+            try encoder.frame(TickPush<JSONValue>(channel: "laps/a", data: .double(.nan)))
         }
     }
 }

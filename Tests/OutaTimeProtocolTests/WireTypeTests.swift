@@ -116,7 +116,7 @@ struct WireTypeTests {
 
     @Test("a tick push has no seq")
     func tickPush() throws {
-        let object = try encodedObject(TickPush(channel: "timers/t", data: .object(["mph": .int(88)])))
+        let object = try encodedObject(TickPush<JSONValue>(channel: "timers/t", data: .object(["mph": .int(88)])))
         #expect(Set(object.keys) == ["type", "channel", "data"])
         #expect(object["type"] as? String == "tick")
     }

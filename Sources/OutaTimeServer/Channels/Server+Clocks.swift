@@ -70,7 +70,7 @@ extension Server {
                 // past it, so rounding never puts it before its second; the
                 // loop only runs this once that second has passed.)
                 let second = clock.date(atLoopMilliseconds: base + channel.ticksDone * 1000).addingTimeInterval(0.0005)
-                if let tick = state.tick(at: second) { broadcast(TickPush(channel: key, data: tick), to: key) }
+                if let tick = state.tickData(at: second) { broadcast(TickPush(channel: key, data: tick), to: key) }
                 if channel.ticksDone / Self.checkpointEveryTicks != before / Self.checkpointEveryTicks {
                     checkpoint(channel, at: time)
                 }

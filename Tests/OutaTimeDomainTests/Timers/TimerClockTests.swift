@@ -105,6 +105,22 @@ import Testing
         #expect(F.timers(list.tick(at: F.at(3))) == .array([entry(1, 27), entry(2, 29)]))
     }
 
+    @Test func theTypedTickEncodesAsTheJSONTick() throws {
+        var list = TimerListState.initial
+        for seconds in [10, 600] {
+            _ = try list.perform("add", F.args(["event": .string("E"), "remaining_s": F.int(seconds)]), F.context(0))
+        }
+        _ = try list.perform("start", F.args(["id": F.int(1)]), F.context(0))
+        _ = try list.perform("start", F.args(["id": F.int(2)]), F.context(0.5))
+        let now = F.at(3.25)
+        let typed = try JSONValue.parse(JSONEncoder().encode(try #require(list.tickData(at: now))))
+        #expect(typed == list.tick(at: now))
+        #expect(F.timers(typed) == .array([
+            .object(["id": F.int(1), "remaining_s": F.int(7)]),
+            .object(["id": F.int(2), "remaining_s": F.int(598)]),
+        ]))
+    }
+
     @Test func simultaneousFinishesAreOrderedByID() throws {
         var list = TimerListState.initial
         for _ in 0..<3 {
