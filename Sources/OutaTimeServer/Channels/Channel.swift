@@ -20,12 +20,17 @@ final class Channel {
     /// since: tick k is due at `tickBase + k × interval` (no drift).
     var tickBase: UInt64?
     var ticksDone: UInt64 = 0
+    /// Which tick of every five saves a running countdown list: spread over
+    /// the channels, so lists whose seconds coincide do not all checkpoint
+    /// in the same second.
+    let checkpointPhase: UInt64
 
     init(name: ChannelName, seq: Int64, state: ChannelState, isDurable: Bool) {
         self.name = name
         self.seq = seq
         self.state = state
         self.isDurable = isDurable
+        self.checkpointPhase = UInt64(name.description.utf8.reduce(0) { ($0 &* 31 &+ Int($1)) & 0xFFFF } % Int(Server.checkpointEveryTicks))
     }
 
     var key: String { name.description }

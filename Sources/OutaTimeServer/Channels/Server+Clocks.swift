@@ -71,7 +71,8 @@ extension Server {
                 // loop only runs this once that second has passed.)
                 let second = clock.date(atLoopMilliseconds: base + channel.ticksDone * 1000).addingTimeInterval(0.0005)
                 if let tick = state.tickData(at: second) { broadcast(TickPush(channel: key, data: tick), to: key) }
-                if channel.ticksDone / Self.checkpointEveryTicks != before / Self.checkpointEveryTicks {
+                let phase = channel.checkpointPhase
+                if (channel.ticksDone + phase) / Self.checkpointEveryTicks != (before + phase) / Self.checkpointEveryTicks {
                     checkpoint(channel, at: time)
                 }
             }

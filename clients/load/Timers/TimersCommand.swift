@@ -13,7 +13,8 @@ struct TimersCommand: ParsableCommand {
         share of --timers (--pipeline `add`s in flight); once every watcher is subscribed it views each \
         timer with `start`, so that the timer runs (a timer runs only while viewed: the viewer stays \
         connected). --watchers connections per list subscribe and check every `tick` (one per second \
-        per list).
+        per list). The lists' first countdowns start spread over one second, as countdowns started by \
+        people would be, so the lists' ticks are spread over the second too.
 
         Measured for --duration seconds after the setup: tick frames and timer updates (entries of \
         tick.timers) delivered per second to the watchers, and tick lateness: arrival versus the second \
@@ -84,7 +85,7 @@ struct TimersCommand: ParsableCommand {
                 },
                 watchers: stride(from: index, to: lists * watchers, by: loops).map { ($0 / watchers, $0 % watchers) },
                 remainingS: remainingS, pipeline: pipeline,
-                concurrency: LoadOptions.share(of: concurrency, loop: index, loops: loops))
+                concurrency: LoadOptions.share(of: concurrency, loop: index, loops: loops), totalLists: lists)
         }
         let tallies = (0..<loops).map { _ in TimersTally() }
         let directory = WorkerDirectory<TimersOrder>()
@@ -129,6 +130,7 @@ struct TimersCommand: ParsableCommand {
                 "lateness": summary.json,
                 "missed_ticks": missedTicks, "duplicated_ticks": duplicatedTicks,
                 "missed_updates": missedUpdates, "duplicated_updates": duplicatedUpdates,
+                "late_ticks_over_50ms": total.lateTicks,
                 "errors": errors, "stalled": outcome.stalled, "ok": !failed,
             ]
             if let fileLimit { object["open_file_limit"] = fileLimit }
@@ -147,6 +149,7 @@ struct TimersCommand: ParsableCommand {
                 ("duplicated ticks", Report.grouped(duplicatedTicks)),
                 ("missed updates", Report.grouped(missedUpdates)),
                 ("duplicated updates", Report.grouped(duplicatedUpdates)),
+                ("ticks over 50 ms late", Report.grouped(total.lateTicks)),
                 ("errors", Report.grouped(errors)),
             ]
             if outcome.stalled { rows.append(("stalled", "no tick for \(options.stallTimeout) s")) }
@@ -242,13 +245,13 @@ struct TimersCommand: ParsableCommand {
             }
             if now >= nextProgressNs {
                 let c = counts()
-                Report.progress(String(format: "[%3.0fs] ticks %@ (%@/s)  updates %@ (%@/s)  missed %@/%@  duplicated %@/%@  errors %@",
+                Report.progress(String(format: "[%3.0fs] ticks %@ (%@/s)  updates %@ (%@/s)  missed %@/%@  duplicated %@/%@  late>50ms %@  errors %@",
                                        Double(now - measureNs) / 1e9, Report.grouped(c.ticks),
                                        Report.grouped(c.ticks - previousTicks), Report.grouped(c.updates),
                                        Report.grouped(c.updates - previousUpdates),
                                        Report.grouped(c.missedTicks), Report.grouped(c.missedUpdates),
                                        Report.grouped(c.duplicatedTicks), Report.grouped(c.duplicatedUpdates),
-                                       Report.grouped(c.errors)))
+                                       Report.grouped(c.lateTicks), Report.grouped(c.errors)))
                 let (ticks, updates) = (c.ticks, c.updates)
                 previousTicks = ticks
                 previousUpdates = updates

@@ -27,6 +27,10 @@ final class TimersTally: WorkerTally, @unchecked Sendable {
     let missedUpdates = Atomic<Int>(0)
     /// A timer showing the same remaining_s in consecutive ticks.
     let duplicatedUpdates = Atomic<Int>(0)
+    /// Tick frames that arrived more than ``TimersTally/lateThresholdSeconds`` after their second.
+    let lateTicks = Atomic<Int>(0)
+    /// The lateness that counts a tick as late (the 50 ms of the benchmark goal).
+    static let lateThresholdSeconds = 0.050
 
     /// Every counter, read once.
     var counts: TimersCounts {
@@ -37,7 +41,8 @@ final class TimersTally: WorkerTally, @unchecked Sendable {
             ticks: ticks.load(ordering: .relaxed), updates: updates.load(ordering: .relaxed),
             ticksSeen: ticksSeen.load(ordering: .relaxed), missedTicks: missedTicks.load(ordering: .relaxed),
             duplicatedTicks: duplicatedTicks.load(ordering: .relaxed), missedUpdates: missedUpdates.load(ordering: .relaxed),
-            duplicatedUpdates: duplicatedUpdates.load(ordering: .relaxed), errors: errors.load(ordering: .relaxed))
+            duplicatedUpdates: duplicatedUpdates.load(ordering: .relaxed), lateTicks: lateTicks.load(ordering: .relaxed),
+            errors: errors.load(ordering: .relaxed))
     }
 }
 
@@ -45,7 +50,7 @@ final class TimersTally: WorkerTally, @unchecked Sendable {
 struct TimersCounts {
     var viewersReady = 0, added = 0, watchersConnected = 0, watchersSubscribed = 0, started = 0
     var ticks = 0, updates = 0, ticksSeen = 0
-    var missedTicks = 0, duplicatedTicks = 0, missedUpdates = 0, duplicatedUpdates = 0, errors = 0
+    var missedTicks = 0, duplicatedTicks = 0, missedUpdates = 0, duplicatedUpdates = 0, lateTicks = 0, errors = 0
 
     /// The sum over `tallies`.
     static func sum(_ tallies: [TimersTally]) -> TimersCounts {
@@ -63,6 +68,7 @@ struct TimersCounts {
             total.duplicatedTicks += part.duplicatedTicks
             total.missedUpdates += part.missedUpdates
             total.duplicatedUpdates += part.duplicatedUpdates
+            total.lateTicks += part.lateTicks
             total.errors += part.errors
         }
     }

@@ -18,6 +18,11 @@ struct TimersPlan: Sendable {
     let pipeline: Int
     /// Connections in their opening handshake at most on this worker.
     let concurrency: Int
+    /// Lists in the whole run: list n's first countdown starts n / lists of
+    /// a second into the start phase, so the lists' tick seconds are spread
+    /// over the second as countdowns started by people would be, not all
+    /// due in the same instant.
+    let totalLists: Int
 }
 
 /// One event loop's share of a timers run: some lists' viewer connections
@@ -34,6 +39,8 @@ final class TimersWorker {
     private var watchers: [Watcher] = []
     private var measuring = false
     private var starting = false
+    /// When this worker began the start phase (`Loop.hrtime`).
+    private var startOriginNs: UInt64 = 0
     private var lateness = Histogram<UInt64>(lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000,
                                              numberOfSignificantValueDigits: .three)
     private let heartbeat: Timer
@@ -215,11 +222,16 @@ final class TimersWorker {
 
     /// Starts the viewer's next timer, one at a time (the server answers a
     /// connection's requests in order anyway). The first anchors the list's
-    /// tick series: ticks fall on its seconds. The server computes each tick
+    /// tick series: ticks fall on its seconds; it waits for the list's slot
+    /// in the first second (``TimersPlan/totalLists``). The server computes each tick
     /// for its own second, not for the moment it gets to it, so countdowns
     /// started at any point of a second step by exactly one per tick.
     private func pumpStarts(_ viewer: Viewer) {
         guard starting, !viewer.startInFlight, viewer.startIndex < viewer.ids.count, !viewer.connection.isClosed else { return }
+        if viewer.startIndex == 0 {
+            let offsetNs = UInt64(viewer.list) * 1_000_000_000 / UInt64(max(1, plan.totalLists))
+            guard Loop.hrtime >= startOriginNs + offsetNs else { return }
+        }
         viewer.startInFlight = true
         send(.start, #"{"type":"command","id":\#(viewer.nextRequestID),"channel":"\#(viewer.channel)","action":"start","args":{"id":\#(viewer.ids[viewer.startIndex])}}"#,
              on: viewer)
@@ -324,6 +336,7 @@ final class TimersWorker {
         // clock also follows) against the second the tick stands for.
         if measuring, let due {
             _ = lateness.record(UInt64(max(1, ((arrived - due) * 1_000_000).rounded())))
+            if arrived - due > TimersTally.lateThresholdSeconds { tally.lateTicks.add(1, ordering: .relaxed) }
         }
         if missed > 0 { tally.missedUpdates.add(missed, ordering: .relaxed) }
         if duplicated > 0 { tally.duplicatedUpdates.add(duplicated, ordering: .relaxed) }
@@ -337,6 +350,7 @@ final class TimersWorker {
             for watcher in watchers where !watcher.connection.isClosed { subscribe(watcher) }
         case .startTimers:
             starting = true
+            startOriginNs = Loop.hrtime
             for viewer in viewers { pumpStarts(viewer) }
             starter.start(timeoutMs: 5, repeatMs: 5) { [unowned self] in
                 var pending = false
