@@ -108,7 +108,8 @@ extension Server {
 
     /// Saves a running countdown's remaining time without an event.
     private func checkpoint(_ channel: Channel, at time: Date) {
-        submit([.saveState(channel: channel.key, state: channel.state.storedText(at: time))]) { _ in }
+        let state = channel.state
+        submit([.saveState(channel: channel.key, state: StateText(deferred: { state.storedText(at: time) }))]) { _ in }
     }
 
     /// The deadline of the tick after the last one played; starts a series

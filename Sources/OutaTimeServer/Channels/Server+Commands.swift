@@ -62,8 +62,9 @@ extension Server {
             pushes.append(EventPush(channel: key, seq: channel.seq, event: event.name, data: event.data, at: at))
         }
         channel.uncommittedBatches += 1
+        let state = channel.state
         let write = StoreWrite.appendEvents(channel: key, seq: channel.seq,
-                                            state: channel.state.storedText(at: time), events: records)
+                                            state: StateText(deferred: { state.storedText(at: time) }), events: records)
         submit([write]) { [unowned self] error in
             channel.uncommittedBatches -= 1
             if let error {

@@ -47,7 +47,7 @@ extension Store {
                 try db.cachedStatement(sql: """
                     UPDATE channels SET seq = ?, state = ?, updated_at = ?
                     WHERE name = ? AND seq = ?
-                    """).execute(arguments: [seq, state, now, channel, previous])
+                    """).execute(arguments: [seq, state.text, now, channel, previous])
                 if db.changesCount == 0 {
                     try explainMissedUpdate(channel: channel, expectedSeq: previous, in: db)
                 }
@@ -61,7 +61,7 @@ extension Store {
 
             case .saveState(let channel, let state):
                 try db.cachedStatement(sql: "UPDATE channels SET state = ?, updated_at = ? WHERE name = ?")
-                    .execute(arguments: [state, now, channel])
+                    .execute(arguments: [state.text, now, channel])
                 if db.changesCount == 0 { throw StoreError.unknownChannel(channel) }
             }
         }

@@ -54,10 +54,45 @@ public enum StoreWrite: Sendable, Equatable {
     /// after them. The events must be numbered `seq - events.count + 1 ... seq`
     /// and the stored seq must be `seq - events.count`: a gap in the log would
     /// make recovery (`subscribe since`) silently wrong, so it is refused.
-    case appendEvents(channel: String, seq: Int64, state: String, events: [EventRecord])
+    case appendEvents(channel: String, seq: Int64, state: StateText, events: [EventRecord])
     /// Replaces the channel's state without an event (e.g. the timers'
     /// checkpoint every 5 s); `seq` is unchanged.
-    case saveState(channel: String, state: String)
+    case saveState(channel: String, state: StateText)
+}
+
+/// A channel state's stored JSON text, given as is or encoded later on the
+/// writer thread.
+///
+/// Encoding a state is the biggest part of a durable command's work on the
+/// event loop (a timer list of 100 countdowns takes a few hundred
+/// microseconds). The server hands over an immutable copy of the state with
+/// ``init(deferred:)``; the writer encodes it inside the transaction, off
+/// the loop, where the fsync wait leaves time to spare.
+public struct StateText: Sendable, Equatable, ExpressibleByStringInterpolation, CustomStringConvertible {
+    private let encode: @Sendable () -> String
+
+    /// A text known now.
+    public init(_ text: String) { encode = { text } }
+
+    /// A text produced when the write is applied (on the writer thread).
+    /// `encode` must only read values it captured.
+    public init(deferred encode: @escaping @Sendable () -> String) { self.encode = encode }
+
+    /// A literal text (tests).
+    public init(stringLiteral value: String) { self.init(value) }
+
+    /// An interpolated literal text (tests).
+    public init(stringInterpolation: DefaultStringInterpolation) {
+        self.init(String(stringInterpolation: stringInterpolation))
+    }
+
+    /// The text; a deferred one is encoded on every call.
+    public var text: String { encode() }
+
+    public var description: String { text }
+
+    /// Equal texts.
+    public static func == (lhs: StateText, rhs: StateText) -> Bool { lhs.text == rhs.text }
 }
 
 /// A write the store refused before SQLite did.
