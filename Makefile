@@ -24,7 +24,7 @@ SERVER_BIN := .build/debug/outatime-server
 
 .DEFAULT_GOAL := help
 
-.PHONY: help deps build run test test-python release clean
+.PHONY: help deps build run test test-python release bench-peers clean
 
 help: ## List the targets
 	@echo "OutaTime — make targets:"
@@ -69,6 +69,10 @@ test-python: build ## Run the Python client's tests against the server
 
 release: deps ## Build an optimised server (.build/release/outatime-server)
 	$(SWIFT) build -c release
+
+bench-peers: release ## Neutral-harness comparison with Redis/NATS (docs/BENCHMARKS.md; needs ../shared/bench)
+	$(MAKE) -C ../shared/bench
+	docs/bench/peers.sh
 
 clean: ## Remove build products (keeps ./data)
 	rm -rf .build

@@ -34,7 +34,7 @@ extension LapSessionState: ChannelBehaviour {
         // Validation is over: nothing below throws, so a failed action has
         // left the state untouched.
         let applied = record(events)
-        return ActionOutcome(result: snapshot(at: context.now), events: applied)
+        return ActionOutcome(reply: measured(at: MillisecondTime.milliseconds(context.now)), events: applied)
     }
 
     /// From idle or paused; the times continue from where they were (the

@@ -29,14 +29,14 @@ extension Server {
             let outcome = try channel.state.perform(action, args, context)
             guard !outcome.events.isEmpty else {
                 self.clockChanged(channel)
-                session.reply(request.id, outcome.result)
+                session.reply(request.id, outcome.reply)
                 return
             }
             self.block(session)
             self.commit(outcome.events, on: channel, at: context.now) { [unowned self] failure in
                 self.finishWait(session) { () throws(ProtocolError) in
                     if let failure { throw failure }
-                    session.reply(request.id, outcome.result)
+                    session.reply(request.id, outcome.reply)
                 } onError: { error in
                     session.fail(request.id, error)
                 }

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Runs the neutral harness ../shared/bench/fanout against OutaTime and the
+# peers installed here (Redis, NATS), interleaved, and prints the medians.
+#
+#   docs/bench/peers.sh [RESULTS_DIR]        (make bench-peers)
+#
+# Needs: .build/release/outatime-server (make release), ../shared/bench/fanout
+# (make -C ../shared/bench), redis-server and/or nats-server (Debian
+# packages). Scenarios, each run RUNS times (default 3) per server:
+#   fanout   100 subscribers × 64 B, 50,000 messages: deliveries/s
+#   latency  100 subscribers, 10,000 publishes/s (1 M deliveries/s) for 5 s: p99
+#   idle     10,000 idle subscribed connections: server RSS per connection
+# Every run gets a fresh server (and a fresh OutaTime database).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BENCH=${BENCH:-../shared/bench}
+OUT=${1:-/tmp/outatime-bench-$(date +%Y%m%d-%H%M%S)}
+RUNS=${RUNS:-3}
+SERVER=.build/release/outatime-server
+mkdir -p "$OUT"
+ulimit -n 20000 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+for tool in "$SERVER" "$BENCH/fanout"; do
+  [[ -x $tool ]] || { echo "missing $tool (make release; make -C $BENCH)" >&2; exit 64; }
+done
+
+run_outatime() {  # FILE fanout-args...
+  local file=$1; shift
+  rm -f /tmp/outatime-bench.sqlite*
+  "$SERVER" --port 19000 --db /tmp/outatime-bench.sqlite --log-level warning >/dev/null &
+  local pid=$!; sleep 1
+  "$BENCH/fanout" --proto lpjson --port 19000 --server-pid $pid --label outatime \
+    --lp-config "$BENCH/outatime.conf" --channel starport/bench "$@" 2>/dev/null | grep '^{' >> "$OUT/$file" || true
+  kill -TERM $pid; wait $pid || true
+}
+run_redis() {
+  command -v redis-server >/dev/null || return 0
+  local file=$1; shift
+  redis-server --port 16379 --bind 127.0.0.1 --save '' --appendonly no --maxclients 15000 >/dev/null &
+  local pid=$!; sleep 1
+  "$BENCH/fanout" --proto resp --port 16379 --server-pid $pid --label redis "$@" 2>/dev/null | grep '^{' >> "$OUT/$file" || true
+  kill $pid; wait $pid || true
+}
+run_nats() {
+  command -v nats-server >/dev/null || return 0
+  local file=$1; shift
+  nats-server -a 127.0.0.1 -p 14222 >/dev/null 2>&1 &
+  local pid=$!; sleep 1
+  "$BENCH/fanout" --proto nats --port 14222 --server-pid $pid --label nats "$@" 2>/dev/null | grep '^{' >> "$OUT/$file" || true
+  kill $pid; wait $pid || true
+}
+
+for _ in $(seq "$RUNS"); do
+  for server in outatime redis nats; do
+    echo "fanout $server" >&2
+    run_$server fanout.jsonl --scenario fanout --subs 100 --msgs 50000 --size 64
+  done
+done
+for _ in $(seq "$RUNS"); do
+  for server in outatime redis nats; do
+    echo "latency $server" >&2
+    run_$server latency.jsonl --scenario latency --subs 100 --rate 10000 --duration 5 --size 64
+  done
+done
+for _ in $(seq "$RUNS"); do
+  for server in outatime redis nats; do
+    echo "idle $server" >&2
+    run_$server idle.jsonl --scenario idle --subs 10000
+  done
+done
+
+python3 - "$OUT" <<'PY'
+import json, statistics, sys, pathlib
+out = pathlib.Path(sys.argv[1])
+def rows(name):
+    path = out / name
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+def per_label(name, key):
+    result = {}
+    for row in rows(name):
+        if not row.get("ok", False):
+            result.setdefault(row["label"], []).append(None)
+        else:
+            result.setdefault(row["label"], []).append(row[key])
+    return result
+def fmt(values, scale=1.0, digits=0):
+    ok = [v for v in values if v is not None]
+    runs = ", ".join("FAIL" if v is None else f"{v * scale:,.{digits}f}" for v in values)
+    median = f"{statistics.median(ok) * scale:,.{digits}f}" if ok else "—"
+    return median, runs
+print(f"results in {out}\n")
+print("| scenario | server | median | runs |")
+print("|---|---|---|---|")
+for name, key, label, scale, digits in [
+    ("fanout.jsonl", "deliveries_per_s", "fan-out deliveries/s (100 subs × 64 B)", 1, 0),
+    ("latency.jsonl", "lat_p99_us", "latency p99 at 1 M deliveries/s (ms)", 0.001, 2),
+    ("idle.jsonl", None, "RSS per idle subscribed connection (bytes, 10,000)", 1, 0),
+]:
+    if key is None:
+        data = {}
+        for row in rows(name):
+            value = (row["server_rss_after_kb"] - row["server_rss_before_kb"]) * 1024 / row["subs"] if row.get("ok") else None
+            data.setdefault(row["label"], []).append(value)
+    else:
+        data = per_label(name, key)
+    for server, values in data.items():
+        median, runs = fmt(values, scale, digits)
+        print(f"| {label} | {server} | {median} | {runs} |")
+PY
