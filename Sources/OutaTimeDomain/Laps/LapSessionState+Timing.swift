@@ -92,7 +92,8 @@ enum MillisecondTime {
         let (seconds, fraction) = floorDivide(milliseconds, by: 1_000)
         let whole = ISOTime.format(Date(timeIntervalSince1970: TimeInterval(seconds)))
         // ISOTime writes UTC, ending in "Z"; the fraction goes before it.
-        return String(whole.dropLast()) + "." + String(format: "%03d", Int(fraction)) + "Z"
+        let digits = String(fraction)
+        return String(whole.dropLast()) + "." + String(repeating: "0", count: 3 - digits.count) + digits + "Z"
     }
 
     /// Reads an ISO 8601 time (with or without a fraction) as milliseconds

@@ -109,7 +109,7 @@ extension Server {
     /// Saves a running countdown's remaining time without an event.
     private func checkpoint(_ channel: Channel, at time: Date) {
         let state = channel.state
-        submit([.saveState(channel: channel.key, state: StateText(deferred: { state.storedText(at: time) }))]) { _ in }
+        submit([.saveState(channel: channel.key, state: JSONText(deferred: { state.storedText(at: time) }))]) { _ in }
     }
 
     /// The deadline of the tick after the last one played; starts a series

@@ -58,13 +58,13 @@ extension Server {
         for event in events {
             channel.seq += 1
             records.append(EventRecord(channel: key, seq: channel.seq, event: event.name,
-                                       data: jsonText(event.data), at: at))
+                                       data: Self.storedText(event.data), at: at))
             pushes.append(EventPush(channel: key, seq: channel.seq, event: event.name, data: event.data, at: at))
         }
         channel.uncommittedBatches += 1
         let state = channel.state
         let write = StoreWrite.appendEvents(channel: key, seq: channel.seq,
-                                            state: StateText(deferred: { state.storedText(at: time) }), events: records)
+                                            state: JSONText(deferred: { state.storedText(at: time) }), events: records)
         submit([write]) { [unowned self] error in
             channel.uncommittedBatches -= 1
             if let error {
@@ -119,7 +119,10 @@ extension Server {
         commit(events, on: channel, at: clock.now)
     }
 
-    func jsonText(_ value: JSONValue) -> String {
-        (try? String(decoding: encoder.body(value), as: UTF8.self)) ?? "null"
+    /// An event's data for the store, encoded on the writer thread.
+    static func storedText(_ value: JSONValue) -> JSONText {
+        JSONText(deferred: {
+            (try? String(decoding: MessageEncoder().body(value), as: UTF8.self)) ?? "null"
+        })
     }
 }

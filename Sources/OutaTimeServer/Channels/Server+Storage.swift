@@ -37,7 +37,7 @@ extension Server {
                 let records = try store.history(channel: channel, after: after, limit: limit)
                 result = .success(try records.map { record in
                     HistoryEvent(seq: record.seq, event: record.event,
-                                 data: try JSONValue.parse(Data(record.data.utf8)),
+                                 data: try JSONValue.parse(Data(record.data.text.utf8)),
                                  at: record.at)
                 })
             } catch {

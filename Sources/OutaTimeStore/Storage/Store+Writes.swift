@@ -55,7 +55,7 @@ extension Store {
                     INSERT INTO events (channel, seq, event, data, at) VALUES (?, ?, ?, ?, ?)
                     """)
                 for event in events {
-                    try insert.execute(arguments: [channel, event.seq, event.event, event.data, event.at])
+                    try insert.execute(arguments: [channel, event.seq, event.event, event.data.text, event.at])
                 }
                 if !events.isEmpty { newestSeq[channel] = seq }
 

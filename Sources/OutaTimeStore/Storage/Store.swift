@@ -76,7 +76,7 @@ public final class Store: Sendable {
                 arguments: [channel, after, limit]
             ).map { row in
                 EventRecord(channel: row["channel"], seq: row["seq"], event: row["event"],
-                            data: row["data"], at: row["at"])
+                            data: JSONText(row["data"] as String), at: row["at"])
             }
         }
     }

@@ -30,13 +30,13 @@ public struct EventRecord: Sendable, Equatable {
     public var seq: Int64
     /// The event name, e.g. `destination_set`.
     public var event: String
-    /// The event's data as JSON text.
-    public var data: String
+    /// The event's data as JSON text (deferred when written by the server).
+    public var data: JSONText
     /// When the event happened, ISO 8601 UTC.
     public var at: String
 
     /// Creates a record from its fields.
-    public init(channel: String, seq: Int64, event: String, data: String, at: String) {
+    public init(channel: String, seq: Int64, event: String, data: JSONText, at: String) {
         self.channel = channel
         self.seq = seq
         self.event = event
@@ -54,21 +54,21 @@ public enum StoreWrite: Sendable, Equatable {
     /// after them. The events must be numbered `seq - events.count + 1 ... seq`
     /// and the stored seq must be `seq - events.count`: a gap in the log would
     /// make recovery (`subscribe since`) silently wrong, so it is refused.
-    case appendEvents(channel: String, seq: Int64, state: StateText, events: [EventRecord])
+    case appendEvents(channel: String, seq: Int64, state: JSONText, events: [EventRecord])
     /// Replaces the channel's state without an event (e.g. the timers'
     /// checkpoint every 5 s); `seq` is unchanged.
-    case saveState(channel: String, state: StateText)
+    case saveState(channel: String, state: JSONText)
 }
 
-/// A channel state's stored JSON text, given as is or encoded later on the
-/// writer thread.
+/// A stored JSON text (a channel state, an event's data), given as is or
+/// encoded later on the writer thread.
 ///
-/// Encoding a state is the biggest part of a durable command's work on the
-/// event loop (a timer list of 100 countdowns takes a few hundred
-/// microseconds). The server hands over an immutable copy of the state with
-/// ``init(deferred:)``; the writer encodes it inside the transaction, off
-/// the loop, where the fsync wait leaves time to spare.
-public struct StateText: Sendable, Equatable, ExpressibleByStringInterpolation, CustomStringConvertible {
+/// Encoding is the biggest part of a durable command's work on the event
+/// loop (a timer list of 100 countdowns takes a few hundred microseconds).
+/// The server hands over immutable values with ``init(deferred:)``; the
+/// writer encodes them inside the transaction, off the loop, where the
+/// fsync wait leaves time to spare.
+public struct JSONText: Sendable, Equatable, ExpressibleByStringInterpolation, CustomStringConvertible {
     private let encode: @Sendable () -> String
 
     /// A text known now.
@@ -92,7 +92,7 @@ public struct StateText: Sendable, Equatable, ExpressibleByStringInterpolation, 
     public var description: String { text }
 
     /// Equal texts.
-    public static func == (lhs: StateText, rhs: StateText) -> Bool { lhs.text == rhs.text }
+    public static func == (lhs: JSONText, rhs: JSONText) -> Bool { lhs.text == rhs.text }
 }
 
 /// A write the store refused before SQLite did.
