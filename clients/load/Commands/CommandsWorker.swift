@@ -62,7 +62,7 @@ final class CommandsWorker {
         // The server closes connections silent for 2 × heartbeat_ms (default 15 s);
         // only idle clients (before the start, after the stop) need a ping.
         heartbeat.start(timeoutMs: 5_000, repeatMs: 5_000) { [unowned self] in
-            for client in self.clients where client.inFlight == nil { client.connection.send(#"{"type":"ping"}"#) }
+            for client in self.clients where client.ready && client.inFlight == nil { client.connection.send(#"{"type":"ping"}"#) }
         }
         for number in 0..<plan.clients { open(number) }
         return inbox.sender

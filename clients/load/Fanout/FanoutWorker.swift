@@ -48,6 +48,8 @@ final class FanoutWorker {
         let connection: LoadConnection
         var seen: [UInt64]
         var distinct = 0
+        /// `hello` answered: heartbeats may go out (before it they are refused).
+        var ready = false
         init(connection: LoadConnection, messages: Int) {
             self.connection = connection
             seen = [UInt64](repeating: 0, count: (messages + 63) / 64)
@@ -136,6 +138,8 @@ final class FanoutWorker {
             }
             lastDeliveryNs = now
             dirty = true
+        case .reply(id: 1?, error: nil):
+            subscriber.ready = true
         case .reply(id: 2?, error: nil):
             tally.ready.add(1, ordering: .relaxed)
         case .reply(_, let error?):
@@ -201,8 +205,9 @@ final class FanoutWorker {
     }
 
     private func ping() {
-        for subscriber in subscribers { subscriber.connection.send(#"{"type":"ping"}"#) }
-        publisher?.send(#"{"type":"ping"}"#)
+        // Only connections whose `hello` was answered: a ping before it is refused.
+        for subscriber in subscribers where subscriber.ready { subscriber.connection.send(#"{"type":"ping"}"#) }
+        if publisherReady { publisher?.send(#"{"type":"ping"}"#) }
     }
 
     private func handle(_ order: WorkerOrder) {
