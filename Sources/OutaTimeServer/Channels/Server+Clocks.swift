@@ -2,6 +2,7 @@ import Foundation
 import OutaTimeDomain
 import OutaTimeProtocol
 import OutaTimeStore
+import UV
 
 extension Server {
     /// Running countdowns are saved at least this often (domain: ≤ 5 s lost).
@@ -46,6 +47,7 @@ extension Server {
             while case .delorean(var state) = channel.state, state.isAccelerating,
                   let base = channel.tickBase, base + (channel.ticksDone + 1) * interval <= now {
                 channel.ticksDone += 1
+                counters.countTick(due: base + channel.ticksDone * interval, now: Loop.hrtime / 1_000_000)
                 let (tick, events) = state.accelerate(at: time)
                 channel.state = .delorean(state)
                 broadcast(TickPush(channel: key, data: tick), to: key)
@@ -55,7 +57,10 @@ extension Server {
             // Ticks are ephemeral: after a stall only the newest is sent.
             if let base = channel.tickBase {
                 channel.ticksDone = (now - base) / UInt64(config.lapTickMs)
-                if let tick = state.tick(at: time) { broadcast(TickPush(channel: key, data: tick), to: key) }
+                if let tick = state.tick(at: time) {
+                    counters.countTick(due: base + channel.ticksDone * UInt64(config.lapTickMs), now: Loop.hrtime / 1_000_000)
+                    broadcast(TickPush(channel: key, data: tick), to: key)
+                }
             }
         case .timers(var state):
             let events = state.advance(to: time)
@@ -70,7 +75,10 @@ extension Server {
                 // past it, so rounding never puts it before its second; the
                 // loop only runs this once that second has passed.)
                 let second = clock.date(atLoopMilliseconds: base + channel.ticksDone * 1000).addingTimeInterval(0.0005)
-                if let tick = state.tickData(at: second) { broadcast(TickPush(channel: key, data: tick), to: key) }
+                if let tick = state.tickData(at: second) {
+                    counters.countTick(due: base + channel.ticksDone * 1000, now: Loop.hrtime / 1_000_000)
+                    broadcast(TickPush(channel: key, data: tick), to: key)
+                }
                 let phase = channel.checkpointPhase
                 if (channel.ticksDone + phase) / Self.checkpointEveryTicks != (before + phase) / Self.checkpointEveryTicks {
                     checkpoint(channel, at: time)

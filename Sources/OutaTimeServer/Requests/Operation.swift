@@ -76,6 +76,9 @@ extension Server {
             storeLargestBatch: writerStats.largestBatch,
             storeBacklog: writer.backlog,
             slowConsumerCloses: counters.slowConsumerCloses,
+            ticks: counters.ticks,
+            ticksLate: counters.ticksLate,
+            tickLatenessMaxMs: counters.tickLatenessMaxMs,
             closes: counters.closesByReason,
             rssBytes: StatsResult.residentBytes()
         )

@@ -12,6 +12,20 @@ struct ServerCounters {
     var eventsCommitted = 0
     var slowConsumerCloses = 0
     var closesByReason: [String: Int] = [:]
+    /// `tick` pushes built (one per channel tick, whatever the subscriber count).
+    var ticks = 0
+    /// Ticks built more than 50 ms after they were due (the loop was busy).
+    var ticksLate = 0
+    /// The most a tick was built after it was due, in ms.
+    var tickLatenessMaxMs: UInt64 = 0
+
+    /// Counts a tick built at loop time `now` that was due at `due`.
+    mutating func countTick(due: UInt64, now: UInt64) {
+        let late = now > due ? now - due : 0
+        ticks += 1
+        if late > 50 { ticksLate += 1 }
+        tickLatenessMaxMs = max(tickLatenessMaxMs, late)
+    }
 }
 
 /// The `stats` result (snake_case on the wire).
@@ -34,6 +48,9 @@ struct StatsResult: Encodable {
     var storeLargestBatch: Int
     var storeBacklog: Int
     var slowConsumerCloses: Int
+    var ticks: Int
+    var ticksLate: Int
+    var tickLatenessMaxMs: UInt64
     var closes: [String: Int]
     var rssBytes: Int
 
@@ -55,6 +72,9 @@ struct StatsResult: Encodable {
         case storeLargestBatch = "store_largest_batch"
         case storeBacklog = "store_backlog"
         case slowConsumerCloses = "slow_consumer_closes"
+        case ticks
+        case ticksLate = "ticks_late"
+        case tickLatenessMaxMs = "tick_lateness_max_ms"
         case closes
         case rssBytes = "rss_bytes"
     }

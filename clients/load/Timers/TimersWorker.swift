@@ -44,6 +44,8 @@ final class TimersWorker {
     private var lateness = Histogram<UInt64>(lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000,
                                              numberOfSignificantValueDigits: .three)
     private let heartbeat: Timer
+    /// Which fiftieth of the connections the next heartbeat tick pings.
+    private var heartbeatSlot = 0
     private let starter: Timer
     private var inbox: AsyncInbox<TimersOrder>?
     private var finished = false
@@ -112,10 +114,22 @@ final class TimersWorker {
             for order in orders { self.handle(order) }
         }
         self.inbox = inbox
-        // The server closes connections silent for 2 × heartbeat_ms (default 15 s).
-        heartbeat.start(timeoutMs: 5_000, repeatMs: 5_000) { [unowned self] in
-            for viewer in self.viewers where viewer.ready && !viewer.connection.isClosed { viewer.connection.send(#"{"type":"ping"}"#) }
-            for watcher in self.watchers where watcher.ready && !watcher.connection.isClosed { watcher.connection.send(#"{"type":"ping"}"#) }
+        // The server closes connections silent for 2 × heartbeat_ms (default
+        // 15 s): every connection pings once per 5 s, spread over those 5 s
+        // (a fiftieth every 100 ms) as independent clients' heartbeats are.
+        // Eleven thousand pings in one burst would hold up the server's loop
+        // for tens of milliseconds every 5 s and show up as tick lateness.
+        heartbeat.start(timeoutMs: 100, repeatMs: 100) { [unowned self] in
+            let slot = self.heartbeatSlot % 50
+            self.heartbeatSlot += 1
+            for (index, viewer) in self.viewers.enumerated()
+            where index % 50 == slot && viewer.ready && !viewer.connection.isClosed {
+                viewer.connection.send(#"{"type":"ping"}"#)
+            }
+            for (index, watcher) in self.watchers.enumerated()
+            where index % 50 == slot && watcher.ready && !watcher.connection.isClosed {
+                watcher.connection.send(#"{"type":"ping"}"#)
+            }
         }
         // Viewers first: filling the lists is the long part of the setup.
         for (list, timers) in plan.viewers { queue.add { [unowned self] in self.openViewer(list: list, timers: timers) } }
