@@ -35,6 +35,9 @@ struct LapFlowTests {
 
             var ticks: [[String: Any]] = []
             for _ in 0..<6 { ticks.append(try client.awaitTick(on: channel, timeout: 2)) }
+            let stats = try client.call("stats")
+            #expect((stats["ticks"] as? Int ?? 0) >= 6, "stats counts the ticks built: \(stats)")
+            #expect(stats["ticks_late"] is Int && stats["tick_lateness_max_ms"] is Int, "\(stats)")
             let totals = ticks.map(Self.total)
             #expect(zip(totals, totals.dropFirst()).allSatisfy { $0 < $1 }, "total_elapsed_ms rises: \(totals)")
             #expect(totals.allSatisfy { $0 >= 0 }, "\(describe(ticks))")
