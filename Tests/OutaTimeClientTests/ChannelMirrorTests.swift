@@ -127,4 +127,21 @@ struct ChannelMirrorTests {
         mirror.record(PresenceChange(channel: Self.channel, joined: [], left: [Watcher(session: "s-1", name: "Marty")]))
         #expect(mirror.watchers == [doc])
     }
+
+    @Test("watcherCount follows the server's watcher_count, else the list")
+    func watcherCount() throws {
+        var mirror = try Self.synced(at: 1)
+        #expect(mirror.watcherCount == 1, "no count from the server: the list's length")
+        let crowd = SubscribeResult(channel: Self.channel, kind: .delorean, seq: 1,
+                                    watchers: [Watcher(session: "s-1", name: "Marty")], watcherCount: 500,
+                                    state: Self.state(at: 1).json())
+        let synced = mirror.sync(with: crowd)
+        #expect(synced != nil)
+        #expect(mirror.watcherCount == 500)
+        #expect(mirror.watchers.count == 1)
+        mirror.record(PresenceChange(channel: Self.channel, joined: [Watcher(session: "s-2", name: "Doc")],
+                                     left: [], watcherCount: 512))
+        #expect(mirror.watcherCount == 512)
+        #expect(mirror.watchers.map(\.session) == ["s-1", "s-2"])
+    }
 }

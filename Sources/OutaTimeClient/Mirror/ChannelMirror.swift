@@ -36,6 +36,11 @@ public struct ChannelMirror: Sendable, Equatable {
     public private(set) var state: ChannelState?
     /// Everyone subscribed, this connection included.
     public private(set) var watchers: [Watcher] = []
+    /// How many watch the channel, from the server's `watcher_count` (exact
+    /// also in a crowded channel, whose `watchers` list is cut short), else
+    /// the length of ``watchers``.
+    public var watcherCount: Int { reportedWatcherCount ?? watchers.count }
+    private var reportedWatcherCount: Int?
     /// The latest tick's data (speed, countdowns, lap time): render it, but
     /// it is not part of ``state`` (§7: ticks are best-effort).
     public private(set) var lastTick: JSONValue?
@@ -98,6 +103,7 @@ public struct ChannelMirror: Sendable, Equatable {
             state = recovered
             seq = at
             watchers = result.watchers
+            reportedWatcherCount = result.watcherCount
             let sync = ChannelSync(channel: channel, sinceSeq: before, seq: seq, method: .recovered(events: applied.count))
             return (sync, applied)
         }
@@ -105,6 +111,7 @@ public struct ChannelMirror: Sendable, Equatable {
         seq = result.seq
         state = result.state.flatMap { try? ChannelState(kind: result.kind, json: $0) }
         watchers = result.watchers
+        reportedWatcherCount = result.watcherCount
         let method: ChannelSync.Method = before == nil ? .snapshot : .reloaded
         isSynced = true
         return (ChannelSync(channel: channel, sinceSeq: before, seq: seq, method: method), [])
@@ -120,6 +127,7 @@ public struct ChannelMirror: Sendable, Equatable {
         for watcher in presence.joined where !watchers.contains(where: { $0.session == watcher.session }) {
             watchers.append(watcher)
         }
+        if let count = presence.watcherCount { reportedWatcherCount = count }
     }
 
     /// A `subscribe` for the channel was sent: hold events until its result.

@@ -20,10 +20,12 @@ struct IncomingFrame: Decodable {
     let from: Watcher?
     let joined: [Watcher]?
     let left: [Watcher]?
+    let watcherCount: Int?
     let reason: String?
 
     private enum Keys: String, CodingKey {
         case type, id, ok, result, error, channel, seq, event, data, at, from, joined, left, reason
+        case watcherCount = "watcher_count"
     }
 
     /// Only `type` must decode. A field of an unexpected shape reads as
@@ -46,6 +48,7 @@ struct IncomingFrame: Decodable {
         from = field(.from)
         joined = field(.joined)
         left = field(.left)
+        watcherCount = field(.watcherCount)
         reason = field(.reason)
     }
 
@@ -79,7 +82,8 @@ struct IncomingFrame: Decodable {
             return .message(ChannelMessage(channel: channel, from: from, data: data ?? .null))
         case "presence":
             guard let channel else { return .malformed("a presence without channel") }
-            return .presence(PresenceChange(channel: channel, joined: joined ?? [], left: left ?? []))
+            return .presence(PresenceChange(channel: channel, joined: joined ?? [], left: left ?? [],
+                                            watcherCount: watcherCount))
         case "error":
             return .errorPush(error ?? ServerError(code: "internal", message: "error push without an error object"))
         case "bye":

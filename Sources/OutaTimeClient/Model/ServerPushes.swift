@@ -83,12 +83,17 @@ public struct PresenceChange: Sendable, Equatable {
     public let joined: [Watcher]
     /// Connections that unsubscribed, closed or were closed.
     public let left: [Watcher]
+    /// The channel's watchers after the change (nil from servers that do
+    /// not send it). In a crowded channel the lists are cut short and this
+    /// is the only exact count.
+    public let watcherCount: Int?
 
     /// Creates a presence change.
-    public init(channel: String, joined: [Watcher], left: [Watcher]) {
+    public init(channel: String, joined: [Watcher], left: [Watcher], watcherCount: Int? = nil) {
         self.channel = channel
         self.joined = joined
         self.left = left
+        self.watcherCount = watcherCount
     }
 }
 

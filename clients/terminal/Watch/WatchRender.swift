@@ -129,7 +129,7 @@ enum WatchRender {
             let focused = index == board.focus % max(1, board.channels.count)
             let mirror = mirrors[channel]
             let title = (focused ? ANSI.inverse : ANSI.bold) + " \(channel) " + ANSI.reset
-                + ANSI.dim + "  seq \(mirror?.seq ?? 0) · \(mirror?.watchers.count ?? 0) watching" + ANSI.reset
+                + ANSI.dim + "  seq \(mirror?.seq ?? 0) · \(mirror?.watcherCount ?? 0) watching" + ANSI.reset
             out.append(title)
             guard let mirror, let state = mirror.snapshot(at: now) else {
                 out.append("  waiting for the channel…")
