@@ -14,7 +14,7 @@ struct OutaTimeServerCommand: ParsableCommand {
             one line 'listening on HOST:PORT' when ready and stops cleanly on Ctrl-C or SIGTERM.
 
             Examples:
-              outatime-server                          # 127.0.0.1:1985, ./data/outatime.sqlite
+              outatime-server                          # 127.0.0.1:1985, ./data
               outatime-server --port 0 --db /tmp/t.db  # any free port (printed)
               outatime-server --host 0.0.0.0 --tokens tokens.json
             """

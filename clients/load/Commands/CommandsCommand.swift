@@ -9,10 +9,10 @@ struct CommandsCommand: ParsableCommand {
         commandName: "commands",
         abstract: "Many clients sending durable commands: acknowledged commands/s and reply latency.",
         discussion: """
-        Each client drives its own stopwatch `laps/load-<run>-<loop>-<n>` through the valid cycle
-        start → lap → lap → stop → reset, one command at a time: it sends the next command when the
-        previous reply arrives, and the reply latency is send → reply in this process. Every command is
-        one durable event, acknowledged only after commit. The server's `stats` are read before and
+        Each client drives its own stopwatch `laps/load-<run>-<loop>-<n>` through the valid cycle \
+        start → lap → lap → stop → reset, one command at a time: it sends the next command when the \
+        previous reply arrives, and the reply latency is send → reply in this process. Every command is \
+        one durable event, acknowledged only after commit. The server's `stats` are read before and \
         after the run to report events per storage batch. Bounded by --duration and/or --commands.
         """
     )

@@ -9,9 +9,9 @@ struct FanoutCommand: ParsableCommand {
         commandName: "fanout",
         abstract: "One publisher, many subscribers on one channel: deliveries/s and delivery latency.",
         discussion: """
-        Every subscriber subscribes to a fresh channel `starport/load-<random>`; the publisher sends
-        --messages publishes whose data carries a sequence number and the send time. Each subscriber
-        checks every sequence number arrives exactly once; latency is send → receive in this process.
+        Every subscriber subscribes to a fresh channel `starport/load-<random>`; the publisher sends \
+        --messages publishes whose data carries a sequence number and the send time. Each subscriber \
+        checks every sequence number arrives exactly once; latency is send → receive in this process. \
         Without --rate the publisher stays at most --window messages ahead of the slowest subscriber.
         """
     )
