@@ -135,8 +135,10 @@ final class Server {
                 logger.warning("skipping stored channel with an invalid name", metadata: ["channel": "\(record.name)"])
                 continue
             }
-            let state = try ChannelState(kind: name.kind, jsonText: record.state)
-            channels[record.name] = Channel(name: name, seq: record.seq, state: state, isDurable: true)
+            let channel = Channel(name: name, seq: record.seq, state: try restoredState(record, kind: name.kind),
+                                  isDurable: true)
+            channel.storedStateSeq = record.stateSeq
+            channels[record.name] = channel
         }
         logger.info("channels loaded", metadata: ["count": "\(channels.count)"])
     }

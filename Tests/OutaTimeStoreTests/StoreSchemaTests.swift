@@ -8,9 +8,9 @@ import Testing
     @Test func migrationCreatesTheTables() throws {
         let temp = try TemporaryStore()
         let pool = temp.store.pool
-        #expect(try pool.read { try StoreSchema.migrator.appliedIdentifiers($0) } == ["v1"])
+        #expect(try pool.read { try StoreSchema.migrator.appliedIdentifiers($0) } == ["v1", "v2-state-seq"])
         #expect(try pool.read { try $0.columns(in: "channels") }.map(\.name)
-                == ["name", "kind", "seq", "state", "created_at", "updated_at"])
+                == ["name", "kind", "seq", "state", "created_at", "updated_at", "state_seq"])
         #expect(try pool.read { try $0.columns(in: "events") }.map(\.name)
                 == ["channel", "seq", "event", "data", "at"])
         #expect(try pool.read { try $0.primaryKey("events") }.columns == ["channel", "seq"])
@@ -24,8 +24,30 @@ import Testing
         let temp = try TemporaryStore()
         try temp.store.apply([.createChannel(.fresh("laps/a"))])
         let store = try temp.reopen()
-        #expect(try store.pool.read { try StoreSchema.migrator.appliedIdentifiers($0) } == ["v1"])
+        #expect(try store.pool.read { try StoreSchema.migrator.appliedIdentifiers($0) } == ["v1", "v2-state-seq"])
         #expect(try store.loadChannels().count == 1)
+    }
+
+    @Test func aVersion1DatabaseGetsStateSeqEqualToSeq() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("outatime-v1-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent("old.sqlite").path
+        do {
+            // A database written by the first release: schema v1 only.
+            let queue = try DatabaseQueue(path: path)
+            try StoreSchema.migrator.migrate(queue, upTo: "v1")
+            try queue.write { db in
+                try db.execute(sql: """
+                    INSERT INTO channels (name, kind, seq, state, created_at, updated_at)
+                    VALUES ('laps/a', 'laps', 7, '{"v":7}', 'now', 'now')
+                    """)
+            }
+        }
+        let store = try Store(path: path)
+        #expect(try store.channel(named: "laps/a")
+                == ChannelRecord(name: "laps/a", kind: "laps", seq: 7, state: #"{"v":7}"#, stateSeq: 7))
+        try store.close()
     }
 
     @Test func walAndFullSyncOnTheWriterAndTheReaders() throws {

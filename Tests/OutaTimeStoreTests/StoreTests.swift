@@ -98,6 +98,37 @@ import Testing
         }
     }
 
+    @Test func appendWithoutStateLeavesTheStoredStateAndItsSeq() throws {
+        let temp = try TemporaryStore()
+        let store = temp.store
+        try store.apply([.createChannel(.fresh("laps/a")), .event("laps/a", 1)])
+        for seq in Int64(2)...4 {
+            try store.apply([.appendEvents(channel: "laps/a", seq: seq, state: nil, events: [
+                EventRecord(channel: "laps/a", seq: seq, event: "tested", data: #"{"n":\#(seq)}"#, at: "2024-01-01T00:00:00Z"),
+            ])])
+        }
+        #expect(try store.channel(named: "laps/a")
+                == ChannelRecord(name: "laps/a", kind: "laps", seq: 4, state: #"{"v":1}"#, stateSeq: 1))
+        // A checkpoint stores the state as of the current seq.
+        try store.apply([.saveState(channel: "laps/a", state: #"{"v":4}"#)])
+        #expect(try store.channel(named: "laps/a")?.stateSeq == 4)
+    }
+
+    @Test func pruningNeverRemovesEventsAfterTheStoredState() throws {
+        let temp = try TemporaryStore()
+        let store = temp.store
+        try store.apply([.createChannel(.fresh("laps/a")), .event("laps/a", 1)])
+        for seq in Int64(2)...10 {
+            try store.apply([.appendEvents(channel: "laps/a", seq: seq, state: nil, events: [
+                EventRecord(channel: "laps/a", seq: seq, event: "tested", data: "{}", at: "2024-01-01T00:00:00Z"),
+            ])], historyLimit: 3)
+        }
+        // The limit alone would keep 8...10; the state is as of 1, so 2...10 stay.
+        #expect(try store.history(channel: "laps/a", after: 0, limit: 100).map(\.seq) == Array(2...10))
+        try store.apply([.event("laps/a", 11)], historyLimit: 3)
+        #expect(try store.history(channel: "laps/a", after: 0, limit: 100).map(\.seq) == [9, 10, 11])
+    }
+
     @Test(arguments: [1, 5, 12, 50])
     func pruningKeepsExactlyTheNewest(limit: Int) throws {
         let temp = try TemporaryStore()

@@ -20,6 +20,9 @@ final class Channel {
     /// since: tick k is due at `tickBase + k × interval` (no drift).
     var tickBase: UInt64?
     var ticksDone: UInt64 = 0
+    /// The seq of the state last handed to the store (see
+    /// ``Server/storesState(with:)``).
+    var storedStateSeq: Int64
     /// Which tick of every five saves a running countdown list: spread over
     /// the channels, so lists whose seconds coincide do not all checkpoint
     /// in the same second.
@@ -30,6 +33,7 @@ final class Channel {
         self.seq = seq
         self.state = state
         self.isDurable = isDurable
+        self.storedStateSeq = seq
         self.checkpointPhase = UInt64(name.description.utf8.reduce(0) { ($0 &* 31 &+ Int($1)) & 0xFFFF } % Int(Server.checkpointEveryTicks))
     }
 

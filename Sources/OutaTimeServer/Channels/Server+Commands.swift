@@ -62,9 +62,13 @@ extension Server {
             pushes.append(EventPush(channel: key, seq: channel.seq, event: event.name, data: event.data, at: at))
         }
         channel.uncommittedBatches += 1
-        let state = channel.state
-        let write = StoreWrite.appendEvents(channel: key, seq: channel.seq,
-                                            state: JSONText(deferred: { state.storedText(at: time) }), events: records)
+        var stateText: JSONText?
+        if storesState(with: channel) {
+            let state = channel.state
+            stateText = JSONText(deferred: { state.storedText(at: time) })
+            channel.storedStateSeq = channel.seq
+        }
+        let write = StoreWrite.appendEvents(channel: key, seq: channel.seq, state: stateText, events: records)
         submit([write]) { [unowned self] error in
             channel.uncommittedBatches -= 1
             if let error {
@@ -98,14 +102,48 @@ extension Server {
         }
     }
 
+    /// Kinds whose state is stored with only every ``stateEveryEvents``-th
+    /// commit: their events carry everything `apply` needs (absolute values,
+    /// no reading of the clock), so the state after the stored one is
+    /// rebuilt exactly from the log on load. Encoding and storing a whole
+    /// state with every command was a quarter of the storage thread's work
+    /// under the durable-command load (docs/BENCHMARKS.md).
+    static let lazyStateKinds: Set<ChannelKind> = [.laps]
+    /// At most this many events after the stored state (well under the
+    /// 1,000 events of history the contract keeps).
+    static let stateEveryEvents: Int64 = 64
+
+    /// Whether the next commit of `channel` stores its state.
+    func storesState(with channel: Channel) -> Bool {
+        !Self.lazyStateKinds.contains(channel.name.kind) || channel.seq - channel.storedStateSeq >= Self.stateEveryEvents
+    }
+
+    /// A stored channel's state as of its seq: the stored state, plus the
+    /// events after it applied in order.
+    func restoredState(_ record: ChannelRecord, kind: ChannelKind) throws -> ChannelState {
+        var state = try ChannelState(kind: kind, jsonText: record.state)
+        guard record.stateSeq < record.seq else { return state }
+        let missing = record.seq - record.stateSeq
+        let events = try store.history(channel: record.name, after: record.stateSeq, limit: Int(missing))
+        guard events.count == Int(missing), events.first?.seq == record.stateSeq + 1, events.last?.seq == record.seq else {
+            throw StoreFailure(message: "channel '\(record.name)' is at seq \(record.seq) but its log after the stored state (seq \(record.stateSeq)) has \(events.count) events")
+        }
+        for event in events {
+            let data = try JSONValue.parse(Data(event.data.text.utf8))
+            state.apply(DomainEvent(event.event, data), at: ISOTime.parse(event.at) ?? clock.now)
+        }
+        return state
+    }
+
     /// After a failed commit memory is ahead of storage: take the stored
     /// state and seq back (later batches of this channel fail the seq check
     /// and land here too).
     func reload(_ channel: Channel) {
         do {
             if let record = try store.channel(named: channel.key) {
-                channel.state = try ChannelState(kind: channel.name.kind, jsonText: record.state)
+                channel.state = try restoredState(record, kind: channel.name.kind)
                 channel.seq = record.seq
+                channel.storedStateSeq = record.stateSeq
             }
         } catch {
             logger.error("reloading a channel failed", metadata: ["channel": "\(channel.key)", "error": "\(error)"])

@@ -35,19 +35,25 @@ extension Store {
             switch write {
             case .createChannel(let record):
                 try db.cachedStatement(sql: """
-                    INSERT INTO channels (name, kind, seq, state, created_at, updated_at)
-                    VALUES (?, ?, ?, ?, ?, ?)
-                    """).execute(arguments: [record.name, record.kind, record.seq, record.state, now, now])
+                    INSERT INTO channels (name, kind, seq, state, state_seq, created_at, updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    """).execute(arguments: [record.name, record.kind, record.seq, record.state, record.stateSeq, now, now])
 
             case .appendEvents(let channel, let seq, let state, let events):
                 let previous = seq - Int64(events.count)
                 try validate(events, channel: channel, after: previous)
                 // The seq condition turns a lost or duplicated write into an
                 // error instead of a silent gap or overlap in the log.
-                try db.cachedStatement(sql: """
-                    UPDATE channels SET seq = ?, state = ?, updated_at = ?
-                    WHERE name = ? AND seq = ?
-                    """).execute(arguments: [seq, state.text, now, channel, previous])
+                if let state {
+                    try db.cachedStatement(sql: """
+                        UPDATE channels SET seq = ?, state = ?, state_seq = ?, updated_at = ?
+                        WHERE name = ? AND seq = ?
+                        """).execute(arguments: [seq, state.text, seq, now, channel, previous])
+                } else {
+                    try db.cachedStatement(sql: """
+                        UPDATE channels SET seq = ?, updated_at = ? WHERE name = ? AND seq = ?
+                        """).execute(arguments: [seq, now, channel, previous])
+                }
                 if db.changesCount == 0 {
                     try explainMissedUpdate(channel: channel, expectedSeq: previous, in: db)
                 }
@@ -60,15 +66,19 @@ extension Store {
                 if !events.isEmpty { newestSeq[channel] = seq }
 
             case .saveState(let channel, let state):
-                try db.cachedStatement(sql: "UPDATE channels SET state = ?, updated_at = ? WHERE name = ?")
+                try db.cachedStatement(sql: "UPDATE channels SET state = ?, state_seq = seq, updated_at = ? WHERE name = ?")
                     .execute(arguments: [state.text, now, channel])
                 if db.changesCount == 0 { throw StoreError.unknownChannel(channel) }
             }
         }
         guard let historyLimit else { return }
-        let prune = try db.cachedStatement(sql: "DELETE FROM events WHERE channel = ? AND seq <= ?")
+        // Never the events after the stored state: loading needs them.
+        let prune = try db.cachedStatement(sql: """
+            DELETE FROM events WHERE channel = ? AND seq <= ?
+            AND seq <= (SELECT state_seq FROM channels WHERE name = ?)
+            """)
         for (channel, seq) in newestSeq where seq > Int64(historyLimit) {
-            try prune.execute(arguments: [channel, seq - Int64(historyLimit)])
+            try prune.execute(arguments: [channel, seq - Int64(historyLimit), channel])
         }
     }
 

@@ -47,7 +47,7 @@ public final class Store: Sendable {
     /// Every channel, ordered by name. The server loads these at start-up.
     public func loadChannels() throws -> [ChannelRecord] {
         try pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT name, kind, seq, state FROM channels ORDER BY name")
+            try Row.fetchAll(db, sql: "SELECT name, kind, seq, state, state_seq FROM channels ORDER BY name")
                 .map(Self.channel(from:))
         }
     }
@@ -56,7 +56,7 @@ public final class Store: Sendable {
     public func channel(named name: String) throws -> ChannelRecord? {
         try pool.read { db in
             try Row.fetchOne(
-                db, sql: "SELECT name, kind, seq, state FROM channels WHERE name = ?",
+                db, sql: "SELECT name, kind, seq, state, state_seq FROM channels WHERE name = ?",
                 arguments: [name]
             ).map(Self.channel(from:))
         }
@@ -99,6 +99,6 @@ public final class Store: Sendable {
     private static let durableSync = "PRAGMA synchronous = FULL"
 
     private static func channel(from row: Row) -> ChannelRecord {
-        ChannelRecord(name: row["name"], kind: row["kind"], seq: row["seq"], state: row["state"])
+        ChannelRecord(name: row["name"], kind: row["kind"], seq: row["seq"], state: row["state"], stateSeq: row["state_seq"])
     }
 }

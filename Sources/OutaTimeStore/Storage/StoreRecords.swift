@@ -10,15 +10,19 @@ public struct ChannelRecord: Sendable, Equatable {
     public var kind: String
     /// Number of durable events applied to the channel (protocol §4).
     public var seq: Int64
-    /// The channel's state as JSON text, as of `seq`.
+    /// The channel's state as JSON text, as of `stateSeq`.
     public var state: String
+    /// The seq `state` is as of: `seq`, or less when the events after it
+    /// must be applied to it (see ``StoreWrite/appendEvents(channel:seq:state:events:)``).
+    public var stateSeq: Int64
 
-    /// Creates a record from its fields.
-    public init(name: String, kind: String, seq: Int64, state: String) {
+    /// Creates a record from its fields; `stateSeq` defaults to `seq`.
+    public init(name: String, kind: String, seq: Int64, state: String, stateSeq: Int64? = nil) {
         self.name = name
         self.kind = kind
         self.seq = seq
         self.state = state
+        self.stateSeq = stateSeq ?? seq
     }
 }
 
@@ -50,13 +54,17 @@ public struct EventRecord: Sendable, Equatable {
 public enum StoreWrite: Sendable, Equatable {
     /// Inserts a new channel (its `seq` is normally 0). Fails if it exists.
     case createChannel(ChannelRecord)
-    /// Records `events` and sets the channel's `seq` and `state` to the values
-    /// after them. The events must be numbered `seq - events.count + 1 ... seq`
-    /// and the stored seq must be `seq - events.count`: a gap in the log would
-    /// make recovery (`subscribe since`) silently wrong, so it is refused.
-    case appendEvents(channel: String, seq: Int64, state: JSONText, events: [EventRecord])
+    /// Records `events` and sets the channel's `seq` to the value after them,
+    /// and its `state` (with `state_seq` = `seq`) when one is given; without
+    /// one, the stored state stays as of an earlier seq and a reader applies
+    /// the events after it. The events must be numbered
+    /// `seq - events.count + 1 ... seq` and the stored seq must be
+    /// `seq - events.count`: a gap in the log would make recovery (`subscribe
+    /// since`, loading) silently wrong, so it is refused. Events after
+    /// `state_seq` are never pruned.
+    case appendEvents(channel: String, seq: Int64, state: JSONText?, events: [EventRecord])
     /// Replaces the channel's state without an event (e.g. the timers'
-    /// checkpoint every 5 s); `seq` is unchanged.
+    /// checkpoint every 5 s), as of the channel's current `seq`.
     case saveState(channel: String, state: JSONText)
 }
 

@@ -32,6 +32,13 @@ enum StoreSchema {
                 ) WITHOUT ROWID
                 """)
         }
+        migrator.registerMigration("v2-state-seq") { db in
+            // The seq the stored state is as of. A channel whose state is
+            // stored only every so many events (lap stopwatches) is loaded
+            // as that state plus the events after `state_seq`.
+            try db.execute(sql: "ALTER TABLE channels ADD COLUMN state_seq INTEGER NOT NULL DEFAULT 0")
+            try db.execute(sql: "UPDATE channels SET state_seq = seq")
+        }
         return migrator
     }
 }

@@ -127,6 +127,39 @@ struct RestartTests {
         Self.stop(second)
     }
 
+    /// A lap session's state is stored only with every 64th commit; a restart
+    /// rebuilds it from the stored state and the events after it.
+    @Test("a lap session of 100 commands comes back identical after SIGKILL (stored state + events after it)")
+    func lapStateRebuiltFromTheLog() throws {
+        let folder = try TemporaryFolder()
+        let database = folder.path("outatime.sqlite")
+        let channel = "laps/rebuilt"
+        let (first, port) = try startServerProcess(databasePath: database)
+        let client = try Self.ready(port)
+        // start, lap, stop, start, lap, stop, … : 99 commands, ending paused.
+        for round in 0..<33 {
+            for action in ["start", "lap", "stop"] {
+                _ = try client.perform(channel, action)
+                _ = round
+            }
+        }
+        _ = try client.perform(channel, "reset")
+        for action in ["start", "lap", "lap", "stop"] { _ = try client.perform(channel, action) }
+        let before = try client.call("get", ["channel": channel])
+        #expect(before[int: "seq"] == 104, "\(describe([before]))")
+        killHard(first)
+
+        let (second, port2) = try startServerProcess(databasePath: database)
+        let after = try Self.ready(port2).call("get", ["channel": channel])
+        #expect(after[int: "seq"] == 104)
+        #expect(jsonEqual(after["state"], before["state"]), "before \(describe([before])) after \(describe([after]))")
+        // And it goes on from there.
+        let more = try Self.ready(port2)
+        _ = try more.perform(channel, "start")
+        #expect(try more.state(channel)[int: "lap_number"] == 3)
+        Self.stop(second)
+    }
+
     @Test("a running 60 s timer comes back stopped, having lost at most 5 s")
     func timerComesBackStopped() throws {
         let folder = try TemporaryFolder()
