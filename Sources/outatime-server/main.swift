@@ -44,7 +44,8 @@ struct OutaTimeServerCommand: ParsableCommand {
     @Option(name: .customLong("flush-interval-us"), help: ArgumentHelp("""
         Write coalescing under load: a flush to many connections waits until this long after the \
         previous one, so bursts of broadcasts leave in fewer, larger writes. 0 writes every loop \
-        iteration. Replies to a few connections never wait.
+        iteration. Output to a few connections (a reply) waits only when such a flush is already \
+        pending, and then at most this long.
         """, valueName: "µs"))
     var flushIntervalMicroseconds = 250
 
