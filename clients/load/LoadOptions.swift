@@ -42,8 +42,33 @@ struct LoadOptions: ParsableArguments {
         }
     }
 
+    /// File descriptors the harness needs besides its connections (loops, probes, stdio).
+    static let fileMargin = 64
+
+    /// Refuses up front a run whose `connections` the open-file limit cannot
+    /// hold. `cause` names the flags that asked for them, `remedy` says how
+    /// to ask for fewer.
+    static func requireFiles(for connections: Int, limit: UInt64?, cause: String, remedy: String) throws {
+        let needed = connections + fileMargin
+        if let limit, limit < UInt64(needed) {
+            throw ValidationError("\(cause) need an open-file limit of at least \(needed), but this process may open only \(limit) files; raise it (`ulimit -n \(needed)`) or \(remedy)")
+        }
+    }
+
     /// Connections of `total` that loop `index` of `loops` drives (spread evenly).
     static func share(of total: Int, loop index: Int, loops: Int) -> Int {
         total / loops + (index < total % loops ? 1 : 0)
+    }
+}
+
+/// `--concurrency`, for the scenarios that open thousands of connections.
+struct OpeningOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Connections in their opening handshake at a time, over all loops (1…10000).", valueName: "count"))
+    var concurrency: Int = 200
+
+    func validate() throws {
+        guard (1...10_000).contains(concurrency) else {
+            throw ValidationError("--concurrency must be 1…10000, got \(concurrency)")
+        }
     }
 }

@@ -60,9 +60,7 @@ public struct ActionOutcome: Sendable, Equatable {
     /// itself when it is JSON, otherwise encoded and read back.
     public var result: JSONValue {
         if let json = reply as? JSONValue { return json }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.withoutEscapingSlashes]
-        guard let data = try? encoder.encode(reply), let json = try? JSONValue.parse(data) else {
+        guard let data = try? MessageEncoder().body(reply), let json = try? JSONValue.parse(data) else {
             preconditionFailure("an action result did not encode as JSON: \(reply)")
         }
         return json

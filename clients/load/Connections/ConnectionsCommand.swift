@@ -33,14 +33,10 @@ struct ConnectionsCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Channels to spread the connections over, round-robin (1…connections).", valueName: "count"))
     var channels: Int = 100
 
-    @Option(help: ArgumentHelp("Connections in their opening handshake at a time, over all loops (1…10000).", valueName: "count"))
-    var concurrency: Int = 200
+    @OptionGroup var opening: OpeningOptions
 
     @Option(help: ArgumentHelp("Seconds to wait after the last subscribe before reading the server's memory (0…3600).", valueName: "seconds"))
     var settle: Double = 2
-
-    /// File descriptors the harness needs besides its connections (loops, probes, stdio).
-    static let fileMargin = 64
 
     func validate() throws {
         try options.validateShared()
@@ -50,18 +46,13 @@ struct ConnectionsCommand: ParsableCommand {
         guard (1...connections).contains(channels) else {
             throw ValidationError("--channels must be 1…\(connections) (at most one channel per connection), got \(channels)")
         }
-        guard (1...10_000).contains(concurrency) else {
-            throw ValidationError("--concurrency must be 1…10000, got \(concurrency)")
-        }
         guard (0...3600).contains(settle) else { throw ValidationError("--settle must be 0…3600 seconds, got \(settle)") }
     }
 
     func run() throws {
         let (address, fileLimit) = try options.prepareRun()
-        let needed = connections + Self.fileMargin
-        if let fileLimit, fileLimit < UInt64(needed) {
-            throw ValidationError("--connections \(connections) needs an open-file limit of at least \(needed), but this process may open only \(fileLimit) files; raise it (`ulimit -n \(needed)`) or open fewer connections")
-        }
+        try LoadOptions.requireFiles(for: connections, limit: fileLimit, cause: "\(connections) connections (--connections)",
+                                     remedy: "open fewer connections")
         let run = String(UUID().uuidString.lowercased().prefix(8))
         let prefix = "starport/load-\(run)"
         let loops = min(options.loops, connections)
@@ -71,7 +62,7 @@ struct ConnectionsCommand: ParsableCommand {
         let plans = (0..<loops).map { index in
             ConnectionsPlan(index: index, address: address, channelPrefix: prefix, channels: channels,
                             numbers: Array(stride(from: index, to: connections, by: loops)),
-                            concurrency: LoadOptions.share(of: concurrency, loop: index, loops: loops))
+                            concurrency: LoadOptions.share(of: opening.concurrency, loop: index, loops: loops))
         }
 
         let before: [String: Int]
@@ -122,7 +113,7 @@ struct ConnectionsCommand: ParsableCommand {
         if options.json {
             var object: [String: Any] = [
                 "scenario": "connections", "channel_prefix": prefix, "connections": connections,
-                "channels": channels, "concurrency": concurrency, "loops": loops, "settle_s": settle,
+                "channels": channels, "concurrency": opening.concurrency, "loops": loops, "settle_s": settle,
                 "opened": opened, "failed": failedCount, "errors": errors,
                 "open_s": (openSeconds * 1000).rounded() / 1000, "opens_per_s": Int(openRate),
                 "open_latency": summary.json, "stalled": outcome.stalled, "ok": !failed,

@@ -41,14 +41,10 @@ struct TimersCommand: ParsableCommand {
     @Option(help: ArgumentHelp("`add` commands in flight per viewer connection during setup (1…1000).", valueName: "count"))
     var pipeline: Int = 32
 
-    @Option(help: ArgumentHelp("Connections in their opening handshake at a time, over all loops (1…10000).", valueName: "count"))
-    var concurrency: Int = 200
+    @OptionGroup var opening: OpeningOptions
 
     @Option(help: ArgumentHelp("Give up when the setup (connect, add, subscribe, start) takes longer (seconds).", valueName: "seconds"))
     var setupTimeout: Double = 300
-
-    /// File descriptors the harness needs besides its connections (loops, probes, stdio).
-    static let fileMargin = 64
 
     func validate() throws {
         try options.validateShared()
@@ -61,17 +57,15 @@ struct TimersCommand: ParsableCommand {
             throw ValidationError("--lists × (--watchers + 1) connections must be at most 1000000, got \(lists * (watchers + 1))")
         }
         guard (1...1_000).contains(pipeline) else { throw ValidationError("--pipeline must be 1…1000, got \(pipeline)") }
-        guard (1...10_000).contains(concurrency) else { throw ValidationError("--concurrency must be 1…10000, got \(concurrency)") }
         guard setupTimeout > 0 else { throw ValidationError("--setup-timeout must be positive, got \(setupTimeout)") }
     }
 
     func run() throws {
         let (address, fileLimit) = try options.prepareRun()
         let connections = lists * (watchers + 1)
-        let needed = connections + Self.fileMargin
-        if let fileLimit, fileLimit < UInt64(needed) {
-            throw ValidationError("--lists \(lists) × (--watchers \(watchers) + 1) = \(connections) connections need an open-file limit of at least \(needed), but this process may open only \(fileLimit) files; raise it (`ulimit -n \(needed)`) or use fewer lists or watchers")
-        }
+        try LoadOptions.requireFiles(for: connections, limit: fileLimit,
+                                     cause: "--lists \(lists) × (--watchers \(watchers) + 1) = \(connections) connections",
+                                     remedy: "use fewer lists or watchers")
         let run = String(UUID().uuidString.lowercased().prefix(8))
         let prefix = "timers/load-\(run)"
         let loops = min(options.loops, connections)
@@ -85,7 +79,7 @@ struct TimersCommand: ParsableCommand {
                 },
                 watchers: stride(from: index, to: lists * watchers, by: loops).map { ($0 / watchers, $0 % watchers) },
                 remainingS: remainingS, pipeline: pipeline,
-                concurrency: LoadOptions.share(of: concurrency, loop: index, loops: loops), totalLists: lists)
+                concurrency: LoadOptions.share(of: opening.concurrency, loop: index, loops: loops), totalLists: lists)
         }
         let tallies = (0..<loops).map { _ in TimersTally() }
         let directory = WorkerDirectory<TimersOrder>()
