@@ -59,9 +59,9 @@ import Testing
         }
     }
 
-    @Test func deloreanTextIsCompactAndSorted() {
+    @Test func deloreanTextIsCompactInTheStatesKeyOrder() {
         let text = ChannelState.initial(kind: .delorean, now: Self.demoNight).jsonText()
-        #expect(text == #"{"destination_time":null,"last_departed":null,"present_time":"1985-10-26T01:21:00Z","speed_mph":0,"status":"parked"}"#)
+        #expect(text == #"{"present_time":"1985-10-26T01:21:00Z","destination_time":null,"last_departed":null,"speed_mph":0,"status":"parked"}"#)
     }
 
     @Test func presentTimeUsesTheInjectedClock() {

@@ -16,8 +16,8 @@ extension ChannelState {
         return value
     }
 
-    /// The state as compact JSON text with sorted keys, so equal states store
-    /// as equal text.
+    /// The state as compact JSON text, keys in the order the kind's
+    /// `encode(to:)` writes them, so equal states store as equal text.
     public func jsonText() -> String {
         String(decoding: encodedData(), as: UTF8.self)
     }
@@ -56,9 +56,8 @@ extension ChannelState {
     }
 
     private func encodedData() -> Data {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let result: Result<Data, any Error>
+        let encoder = CompactJSONEncoder()
+        let result: Result<[UInt8], any Error>
         switch self {
         case .delorean(let state): result = Result { try encoder.encode(state) }
         case .starport(let state): result = Result { try encoder.encode(state) }
@@ -66,11 +65,11 @@ extension ChannelState {
         case .laps(let state): result = Result { try encoder.encode(state) }
         }
         // The states hold only strings, integers and arrays: nothing that
-        // JSONEncoder rejects (such as a NaN), so a failure is a programming error.
-        guard case .success(let data) = result else {
+        // JSON cannot represent (such as a NaN), so a failure is a programming error.
+        guard case .success(let bytes) = result else {
             preconditionFailure("ChannelState failed to encode: \(result)")
         }
-        return data
+        return Data(bytes)
     }
 
     /// A one-line reason that names the key path, e.g. `status: ...`.

@@ -42,14 +42,35 @@ extension JSONValue {
             let value = number.uint64Value
             self = value <= UInt64(Int64.max) ? .int(Int64(value)) : .double(number.doubleValue)
         case CChar(UInt8(ascii: "d")), CChar(UInt8(ascii: "f")):
-            let value = number.doubleValue
-            if value.rounded() == value, value >= -0x1p63, value < 0x1p63 {
-                self = .int(Int64(value))
-            } else {
-                self = .double(value)
+            // Numbers that a double does not hold exactly (negative integers
+            // below -2^53, many decimals such as -924933.5400390625) come as
+            // NSDecimalNumber, whose doubleValue is off in the last digits:
+            // read its exact text instead.
+            if let decimal = number as? NSDecimalNumber {
+                let text = decimal.description
+                if let integer = Int64(text) {
+                    self = .int(integer)
+                    return
+                }
+                let double = Double(text) ?? decimal.doubleValue
+                // An integer literal beyond Int64 stays a double even where
+                // rounding brings it to ±2^63.
+                let isIntegerLiteral = !text.utf8.contains { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") }
+                self = isIntegerLiteral ? .double(double) : JSONValue(floatingPoint: double)
+                return
             }
+            self = JSONValue(floatingPoint: number.doubleValue)
         default:
             self = .int(number.int64Value)
+        }
+    }
+
+    /// `.int` for an integral value that fits in `Int64`, else `.double`.
+    private init(floatingPoint value: Double) {
+        if value.rounded() == value, value >= -0x1p63, value < 0x1p63 {
+            self = .int(Int64(value))
+        } else {
+            self = .double(value)
         }
     }
 }

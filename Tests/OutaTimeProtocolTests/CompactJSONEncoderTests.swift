@@ -1,0 +1,213 @@
+import Foundation
+import Testing
+import OutaTimeProtocol
+
+/// Foundation's encoder as MessageEncoder used to configure it: the reference.
+private func foundationText(_ value: some Encodable) throws -> String {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.withoutEscapingSlashes]
+    return String(decoding: try encoder.encode(value), as: UTF8.self)
+}
+
+private func compactText(_ value: some Encodable) throws -> String {
+    String(decoding: try CompactJSONEncoder().encode(value), as: UTF8.self)
+}
+
+/// Both encoders' output read back as values: equal whatever the key order.
+private func expectSameJSON(_ value: some Encodable, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    let compact = try JSONValue.parse(Data(try CompactJSONEncoder().encode(value)))
+    let reference = try JSONValue.parse(Data(try foundationText(value).utf8))
+    #expect(compact == reference, sourceLocation: sourceLocation)
+}
+
+private struct Point: Codable, Equatable {
+    var x: Int
+    var y: Double
+    var label: String?
+}
+
+private struct Nesting: Encodable {
+    var points: [Point]
+    var byName: [String: Point]
+    var matrix: [[Int]]
+    var flags: [Bool?]
+    var empty: [Int]
+    var nothing: Point?
+}
+
+/// Writes nothing at all: Foundation writes `{}`.
+private struct Silent: Encodable {
+    func encode(to encoder: any Encoder) throws {}
+}
+
+/// Asks for its keyed container twice, as a subclass calling `super` does.
+private struct TwoPasses: Encodable {
+    enum Keys: String, CodingKey { case a, b, inner, c }
+    func encode(to encoder: any Encoder) throws {
+        var first = encoder.container(keyedBy: Keys.self)
+        try first.encode(1, forKey: .a)
+        var inner = first.nestedContainer(keyedBy: Keys.self, forKey: .inner)
+        try inner.encode("x", forKey: .a)
+        var list = inner.nestedUnkeyedContainer(forKey: .b)
+        try list.encode(1)
+        try list.encode(2)
+        var second = encoder.container(keyedBy: Keys.self)
+        try second.encode(true, forKey: .b)
+        try second.encodeNil(forKey: .c)
+    }
+}
+
+@Suite("CompactJSONEncoder")
+struct CompactJSONEncoderTests {
+    static let strings = [
+        "", "plain", "delorean/main", #"quote " and backslash \"#, "tab\tnew\nline\rcr",
+        "\u{8}\u{C}", String((0..<32).map { Character(Unicode.Scalar($0)!) }), "\u{7F}",
+        "Zürich — 88 mph ⚡️ 🚗", "\u{2028}\u{2029}", "mixed \"/\\\u{1}end",
+    ]
+
+    @Test("strings are escaped byte for byte as Foundation does", arguments: strings)
+    func stringsMatchFoundation(_ string: String) throws {
+        #expect(try compactText(string) == foundationText(string))
+        #expect(try compactText([string: string]) == foundationText([string: string]))
+    }
+
+    @Test("integers of every width at their limits")
+    func integers() throws {
+        #expect(try compactText([Int.min, -1, 0, 7, Int.max]) == "[-9223372036854775808,-1,0,7,9223372036854775807]")
+        #expect(try compactText(UInt64.max) == "18446744073709551615")
+        #expect(try compactText([Int8.min, Int8.max]) == "[-128,127]")
+        #expect(try compactText([UInt8.max]) == "[255]")
+        #expect(try compactText([Int16.min]) == foundationText([Int16.min]))
+        #expect(try compactText([Int32.min, Int32.max]) == foundationText([Int32.min, Int32.max]))
+        #expect(try compactText([UInt16.max]) == foundationText([UInt16.max]))
+        #expect(try compactText([UInt32.max]) == foundationText([UInt32.max]))
+        #expect(try compactText([UInt.max]) == foundationText([UInt.max]))
+        #expect(try compactText([Int64.min]) == foundationText([Int64.min]))
+    }
+
+    @Test("floating-point numbers as Foundation writes them",
+          arguments: [0.0, -0.0, 1.0, -2.5, 0.1, 1e20, 1e21, 1.5e-7, 123_456_789.125, Double.leastNonzeroMagnitude,
+                      Double.greatestFiniteMagnitude, 88.0, 3.3333333333333335])
+    func doubles(_ value: Double) throws {
+        #expect(try compactText(value) == foundationText(value))
+        if abs(value) <= Double(Float.greatestFiniteMagnitude) {
+            #expect(try compactText(Float(value)) == foundationText(Float(value)))
+        }
+    }
+
+    @Test("NaN and infinities throw invalidValue, as with Foundation", arguments: [Double.nan, .infinity, -.infinity])
+    func nonFinite(_ value: Double) throws {
+        #expect(throws: EncodingError.self) { try CompactJSONEncoder().encode(["x": value]) }
+        #expect(throws: EncodingError.self) { try CompactJSONEncoder().encode([Float(value)]) }
+        #expect(throws: EncodingError.self) { try CompactJSONEncoder().encode(JSONValue.array([.double(value)])) }
+    }
+
+    @Test("nested objects, arrays, optionals and dictionaries read back equal to Foundation's")
+    func nesting() throws {
+        let value = Nesting(
+            points: [Point(x: 1, y: 2.5, label: nil), Point(x: -3, y: 0, label: "a\"b")],
+            byName: ["first": Point(x: 0, y: 1e-3, label: "é"), "": Point(x: 9, y: 9, label: nil)],
+            matrix: [[], [1], [1, 2, 3]],
+            flags: [true, nil, false],
+            empty: [],
+            nothing: nil)
+        try expectSameJSON(value)
+        // Keys in the order encode(to:) writes them; a nil optional is left out.
+        #expect(try compactText(Point(x: 1, y: 2, label: nil)) == #"{"x":1,"y":2}"#)
+        #expect(try JSONDecoder().decode(Point.self, from: Data(CompactJSONEncoder().encode(Point(x: 4, y: 0.5, label: "z"))))
+            == Point(x: 4, y: 0.5, label: "z"))
+    }
+
+    @Test("a value that writes nothing is {} at the top, as a member and as an element")
+    func silent() throws {
+        #expect(try compactText(Silent()) == "{}")
+        #expect(try compactText(["a": Silent()]) == #"{"a":{}}"#)
+        #expect(try compactText([Silent(), Silent()]) == "[{},{}]")
+    }
+
+    @Test("a container asked for twice continues the same object; nested ones end at the next member")
+    func containerReuse() throws {
+        #expect(try compactText(TwoPasses()) == #"{"a":1,"inner":{"a":"x","b":[1,2]},"b":true,"c":null}"#)
+        try expectSameJSON(TwoPasses())
+        #expect(try compactText([TwoPasses(), TwoPasses()]).hasSuffix(#""c":null}]"#))
+    }
+
+    @Test("random JSONValue trees read back equal to Foundation's", arguments: 0..<40)
+    func randomTrees(_ seed: Int) throws {
+        var generator = SeededGenerator(seed: UInt64(seed))
+        let value = JSONValue.random(depth: 4, using: &generator)
+        try expectSameJSON(value)
+        let text = try compactText(value)
+        let back = try JSONValue.parse(Data(text.utf8))
+        #expect(back == value, "\(text) -> \(back) vs \(value)")
+    }
+
+    @Test("every reply and push type reads back equal to Foundation's")
+    func protocolMessages() throws {
+        let doc = Watcher(session: "s1", name: "Doc \"Emmett\" Brown")
+        let data = JSONValue.object([
+            "speed_mph": .int(88), "laps": .array([.int(1), .double(2.5), .string("x"), .null, .bool(true)]),
+            "nested": .object(["a": .object(["b": .array([])])]),
+        ])
+        try expectSameJSON(ReplyOK(id: .int(7), result: PublishResult(delivered: 3)))
+        try expectSameJSON(ReplyOK(id: .string("req-1"), result: EmptyResult()))
+        try expectSameJSON(ReplyOK(id: .int(Int64(1) << 53), result: data))
+        try expectSameJSON(ReplyError(id: .string("x"), error: ProtocolError(.notSubscribed, "not subscribed to 'laps/a'")))
+        try expectSameJSON(EventPush(channel: "laps/a", seq: 12, event: "lap_recorded", data: data, at: "2026-11-22T10:00:00.000Z"))
+        try expectSameJSON(MessagePush(channel: "starport/x", from: doc, data: data))
+        try expectSameJSON(ByePush(reason: .serverShutdown))
+        try expectSameJSON(ErrorPush(error: ProtocolError(.badJSON, "not JSON: \u{1}")))
+        try expectSameJSON(TickPush(channel: "delorean/a", data: data))
+        try expectSameJSON(HelloResult(server: "outatime", protocol: 1, session: "s1",
+                                       heartbeatMs: 7_500, maxFrame: 1 << 20, role: "operate"))
+        try expectSameJSON(HistoryResult(channel: "laps/a", seq: 1, events: [
+            HistoryEvent(seq: 1, event: "started", data: data, at: "2026-11-22T10:00:00.000Z"),
+        ]))
+        try expectSameJSON(PresencePush(channel: "laps/a", joined: [doc], left: [], watcherCount: 3))
+        try expectSameJSON(PresencePush(channel: "laps/a", joined: [], left: [doc], joinedCount: 0, leftCount: 1))
+        try expectSameJSON(SubscribeResult(channel: "laps/a", kind: .laps, seq: 4, watchers: [doc], watcherCount: 1, state: data))
+        try expectSameJSON(SubscribeResult(channel: "laps/a", kind: .laps, seq: 4, watchers: [], recovered: true, events: []))
+        try expectSameJSON(ListResult(channels: [ChannelSummary(channel: "laps/a", kind: .laps, seq: 4, watchers: 2)]))
+        try expectSameJSON(GetResult(channel: "timers/x", kind: .timers, seq: 0, state: data))
+        try expectSameJSON(PingResult(time: "2026-11-22T10:00:00.000Z"))
+    }
+}
+
+/// A small deterministic generator (SplitMix64) for reproducible random trees.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+extension JSONValue {
+    /// A random value: scalars at the leaves, objects and arrays above.
+    static func random(depth: Int, using generator: inout SeededGenerator) -> JSONValue {
+        let pick = Int.random(in: 0..<(depth > 0 ? 8 : 6), using: &generator)
+        switch pick {
+        case 0: return .null
+        case 1: return .bool(Bool.random(using: &generator))
+        case 2: return .int(Int64.random(in: Int64.min...Int64.max, using: &generator))
+        case 3: return .double(Double.random(in: -1e6...1e6, using: &generator))
+        case 4, 5:
+            let scalars = (0..<Int.random(in: 0..<12, using: &generator)).map { _ in
+                Unicode.Scalar(UInt32.random(in: 0..<0x250, using: &generator)) ?? "?"
+            }
+            return .string(String(String.UnicodeScalarView(scalars)))
+        case 6:
+            return .array((0..<Int.random(in: 0..<4, using: &generator)).map { _ in random(depth: depth - 1, using: &generator) })
+        default:
+            var object: [String: JSONValue] = [:]
+            for index in 0..<Int.random(in: 0..<4, using: &generator) {
+                object["k\(index)/\(Int.random(in: 0..<100, using: &generator))"] = random(depth: depth - 1, using: &generator)
+            }
+            return .object(object)
+        }
+    }
+}
