@@ -15,6 +15,8 @@ enum ServerFrame {
 
     private static let dataMarker = Array(#""data":"L "#.utf8)
     private static let presenceMarker = Array(#""type":"presence""#.utf8)
+    private static let replyPrefix = Array(#"{"type":"reply","id":"#.utf8)
+    private static let okTrue = Array(#","ok":true"#.utf8)
 
     /// Classifies one frame body.
     static func classify(_ body: UnsafeRawBufferPointer) -> ServerFrame {
@@ -24,6 +26,13 @@ enum ServerFrame {
             return .loadMessage(seq: seq, sentNs: UInt64(sent))
         }
         if WireBytes.find(presenceMarker, in: body) != nil { return .otherPush }
+        // A successful reply as OutaTime writes it (keys in this order):
+        // no parse needed. Any other shape takes the full parse below.
+        if WireBytes.hasPrefix(replyPrefix, body),
+           let (id, afterID) = WireBytes.parseInt(body, at: replyPrefix.count),
+           WireBytes.matches(okTrue, in: body, at: afterID) {
+            return .reply(id: id, error: nil)
+        }
         guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
             return .failure("unreadable frame from the server: \(String(decoding: body.prefix(200), as: UTF8.self))")
         }
@@ -65,6 +74,18 @@ enum WireBytes {
             index += 1
         }
         return nil
+    }
+
+    /// Whether `haystack` starts with `prefix`.
+    static func hasPrefix(_ prefix: [UInt8], _ haystack: UnsafeRawBufferPointer) -> Bool {
+        matches(prefix, in: haystack, at: 0)
+    }
+
+    /// Whether `needle` occurs in `haystack` at `offset`.
+    static func matches(_ needle: [UInt8], in haystack: UnsafeRawBufferPointer, at offset: Int) -> Bool {
+        guard offset >= 0, haystack.count - offset >= needle.count else { return false }
+        for index in 0..<needle.count where haystack[offset + index] != needle[index] { return false }
+        return true
     }
 
     /// Parses the decimal digits at `offset`; returns the value and the offset after them.
