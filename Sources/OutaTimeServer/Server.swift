@@ -75,7 +75,8 @@ final class Server {
         }
         let sender = inbox.sender
         self.inbox = inbox
-        self.writer = StoreWriter(store: store, historyLimit: config.historyLimit) { commits in
+        self.writer = StoreWriter(store: store, historyLimit: config.historyLimit,
+                                  pruneEvery: Self.pruneEvery) { commits in
             sender.post(.committed(commits))
         }
         relay.handler = { [unowned self] message in self.handle(message) }

@@ -148,6 +148,28 @@ import Testing
         #expect(try store.history(channel: "laps/b", after: 0, limit: 1_000).count == 20)
     }
 
+    @Test("pruneEvery: a channel is pruned to the limit only when its seq passes a multiple", arguments: [4, 16])
+    func pruningInSteps(every: Int) throws {
+        let temp = try TemporaryStore()
+        let store = temp.store
+        try store.apply([.createChannel(.fresh("laps/a"))])
+        let limit = 10
+        for seq in Int64(1)...60 {
+            try store.apply([.event("laps/a", seq)], historyLimit: limit, pruneEvery: every)
+            let kept = try store.history(channel: "laps/a", after: 0, limit: 1_000).map(\.seq)
+            // Always the newest `limit` at least, and at most every - 1 more.
+            #expect(kept.last == seq && kept.count >= min(Int(seq), limit), "after \(seq): \(kept)")
+            #expect(kept.count <= limit + every - 1, "after \(seq): \(kept.count) kept")
+            if seq % Int64(every) == 0 && seq > Int64(limit) {
+                #expect(kept == Array((seq - Int64(limit) + 1)...seq), "pruned exactly at \(seq)")
+            }
+        }
+        // A multi-event write that passes a multiple prunes too.
+        try store.apply([.events("laps/a", from: 61, to: 70)], historyLimit: limit, pruneEvery: every)
+        let kept = try store.history(channel: "laps/a", after: 0, limit: 1_000).map(\.seq)
+        #expect(kept == Array(61...70))
+    }
+
     @Test func explicitPrune() throws {
         let temp = try TemporaryStore()
         let store = temp.store

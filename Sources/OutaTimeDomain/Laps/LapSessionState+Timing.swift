@@ -88,22 +88,12 @@ enum MillisecondTime {
     /// The ISO 8601 form of a millisecond moment, always with three
     /// fractional digits.
     static func format(_ milliseconds: Int64) -> String {
-        // Floor division keeps the fraction positive before 1970 too.
-        let (seconds, fraction) = floorDivide(milliseconds, by: 1_000)
-        let whole = ISOTime.format(Date(timeIntervalSince1970: TimeInterval(seconds)))
-        // ISOTime writes UTC, ending in "Z"; the fraction goes before it.
-        let digits = String(fraction)
-        return String(whole.dropLast()) + "." + String(repeating: "0", count: 3 - digits.count) + digits + "Z"
+        ISOTime.format(milliseconds: milliseconds)
     }
 
     /// Reads an ISO 8601 time (with or without a fraction) as milliseconds
     /// since 1970; nil when it does not parse.
     static func parse(_ text: String) -> Int64? {
-        ISOTime.parse(text).map(milliseconds)
-    }
-
-    private static func floorDivide(_ value: Int64, by divisor: Int64) -> (Int64, Int64) {
-        let remainder = value % divisor
-        return remainder < 0 ? (value / divisor - 1, remainder + divisor) : (value / divisor, remainder)
+        ISOTime.parseMilliseconds(text)
     }
 }

@@ -71,10 +71,70 @@ final class JSONByteWriter {
     }
 
     /// Encodes a nested value at `depth`, writing `{}` if it wrote nothing.
+    ///
+    /// The types most messages are made of are written directly: comparing
+    /// metatypes costs a pointer comparison, where the generic path through
+    /// `encode(to:)` looks up metadata and witness tables for every value.
     func encodeValue<T: Encodable>(_ value: T, depth: Int) throws {
+        if try writeKnown(value) { return }
         let start = bytes.count
         try value.encode(to: encoder(at: depth))
         if bytes.count == start { bytes.append(contentsOf: [UInt8(ascii: "{"), UInt8(ascii: "}")]) }
+    }
+
+    /// Writes `value` if it is a `String`, `Int`, `Int64`, `Bool`, an
+    /// optional of one of those, or a `JSONValue`; false for anything else.
+    @inline(__always)
+    private func writeKnown<T: Encodable>(_ value: T) throws -> Bool {
+        if T.self == String.self {
+            writeString(unsafeBitCast(value, to: String.self))
+        } else if T.self == Int.self {
+            writeInteger(unsafeBitCast(value, to: Int.self))
+        } else if T.self == Int64.self {
+            writeInteger(unsafeBitCast(value, to: Int64.self))
+        } else if T.self == Bool.self {
+            writeBool(unsafeBitCast(value, to: Bool.self))
+        } else if T.self == JSONValue.self {
+            try writeJSON(unsafeBitCast(value, to: JSONValue.self))
+        } else if T.self == String?.self {
+            if let string = unsafeBitCast(value, to: String?.self) { writeString(string) } else { writeNull() }
+        } else if T.self == Int?.self {
+            if let integer = unsafeBitCast(value, to: Int?.self) { writeInteger(integer) } else { writeNull() }
+        } else if T.self == Int64?.self {
+            if let integer = unsafeBitCast(value, to: Int64?.self) { writeInteger(integer) } else { writeNull() }
+        } else {
+            return false
+        }
+        return true
+    }
+
+    /// A `JSONValue` tree, without going through `Codable`.
+    func writeJSON(_ value: JSONValue) throws {
+        switch value {
+        case .null: writeNull()
+        case .bool(let flag): writeBool(flag)
+        case .int(let integer): writeInteger(integer)
+        case .double(let number): try writeFloat(number)
+        case .string(let string): writeString(string)
+        case .array(let elements):
+            bytes.append(UInt8(ascii: "["))
+            for (index, element) in elements.enumerated() {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                try writeJSON(element)
+            }
+            bytes.append(UInt8(ascii: "]"))
+        case .object(let members):
+            bytes.append(UInt8(ascii: "{"))
+            var first = true
+            for (key, member) in members {
+                if !first { bytes.append(UInt8(ascii: ",")) }
+                first = false
+                writeString(key)
+                bytes.append(UInt8(ascii: ":"))
+                try writeJSON(member)
+            }
+            bytes.append(UInt8(ascii: "}"))
+        }
     }
 
     func encoder(at depth: Int) -> DepthEncoder {
@@ -347,6 +407,6 @@ struct StreamSingleValueContainer: SingleValueEncodingContainer {
 
     mutating func encode<T: Encodable>(_ value: T) throws {
         begin()
-        try value.encode(to: writer.encoder(at: depth))
+        try writer.encodeValue(value, depth: depth)
     }
 }

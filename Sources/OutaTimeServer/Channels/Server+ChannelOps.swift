@@ -123,7 +123,7 @@ extension Server {
                 return
             }
             self.block(session)
-            self.readHistory(channel: key, after: after, limit: Int(limit)) { [unowned self] result in
+            self.readHistory(channel: key, after: max(after, self.historyStart(of: channel)), limit: Int(limit)) { [unowned self] result in
                 self.finishWait(session) { () throws(ProtocolError) in
                     switch result {
                     case .success(let events):

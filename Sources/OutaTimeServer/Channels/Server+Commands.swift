@@ -113,6 +113,19 @@ extension Server {
     /// 1,000 events of history the contract keeps).
     static let stateEveryEvents: Int64 = 64
 
+    /// A channel's log is pruned to the history limit when its seq passes a
+    /// multiple of this, not with every event: the store then holds up to
+    /// 63 events more than the limit, which `history` does not show
+    /// (`historyStart(of:)`), and dirties a busy channel's oldest page once
+    /// per 64 events instead of with every commit.
+    static let pruneEvery = 64
+
+    /// The seq `history` starts after at the earliest: the events before it
+    /// may still be on disk (``pruneEvery``) but are beyond the history limit.
+    func historyStart(of channel: Channel) -> Int64 {
+        max(0, channel.seq - Int64(config.historyLimit))
+    }
+
     /// Whether the next commit of `channel` stores its state.
     func storesState(with channel: Channel) -> Bool {
         !Self.lazyStateKinds.contains(channel.name.kind) || channel.seq - channel.storedStateSeq >= Self.stateEveryEvents
