@@ -76,7 +76,7 @@ final class Server {
         let sender = inbox.sender
         self.inbox = inbox
         self.writer = StoreWriter(store: store, historyLimit: config.historyLimit,
-                                  pruneEvery: Self.pruneEvery) { commits in
+                                  foldEvery: Self.foldEvery) { commits in
             sender.post(.committed(commits))
         }
         relay.handler = { [unowned self] message in self.handle(message) }

@@ -8,7 +8,7 @@ import Testing
     @Test func migrationCreatesTheTables() throws {
         let temp = try TemporaryStore()
         let pool = temp.store.pool
-        #expect(try pool.read { try StoreSchema.migrator.appliedIdentifiers($0) } == ["v1", "v2-state-seq"])
+        #expect(try pool.read { try StoreSchema.migrator.appliedIdentifiers($0) } == ["v1", "v2-state-seq", "v3-event-tail"])
         #expect(try pool.read { try $0.columns(in: "channels") }.map(\.name)
                 == ["name", "kind", "seq", "state", "created_at", "updated_at", "state_seq"])
         #expect(try pool.read { try $0.columns(in: "events") }.map(\.name)
@@ -18,13 +18,17 @@ import Testing
         let sql = try pool.read { try String.fetchOne($0, sql: "SELECT sql FROM sqlite_master WHERE name = 'events'") }
         #expect(sql?.contains("WITHOUT ROWID") == true)
         #expect(try pool.read { try $0.foreignKeys(on: "events") }.map(\.destinationTable) == ["channels"])
+        // The append-only tail: row ids only grow, so a batch fills its last page.
+        #expect(try pool.read { try $0.columns(in: "event_tail") }.map(\.name)
+                == ["id", "channel", "seq", "event", "data", "at"])
+        #expect(try pool.read { try $0.foreignKeys(on: "event_tail") }.map(\.destinationTable) == ["channels"])
     }
 
     @Test func reopeningDoesNotMigrateAgain() throws {
         let temp = try TemporaryStore()
         try temp.store.apply([.createChannel(.fresh("laps/a"))])
         let store = try temp.reopen()
-        #expect(try store.pool.read { try StoreSchema.migrator.appliedIdentifiers($0) } == ["v1", "v2-state-seq"])
+        #expect(try store.pool.read { try StoreSchema.migrator.appliedIdentifiers($0) } == ["v1", "v2-state-seq", "v3-event-tail"])
         #expect(try store.loadChannels().count == 1)
     }
 

@@ -148,26 +148,45 @@ import Testing
         #expect(try store.history(channel: "laps/b", after: 0, limit: 1_000).count == 20)
     }
 
-    @Test("pruneEvery: a channel is pruned to the limit only when its seq passes a multiple", arguments: [4, 16])
-    func pruningInSteps(every: Int) throws {
+    @Test("foldEvery: new events wait in the tail, readable; a fold moves them and prunes to the limit", arguments: [4, 16])
+    func foldingInSteps(every: Int) throws {
         let temp = try TemporaryStore()
         let store = temp.store
-        try store.apply([.createChannel(.fresh("laps/a"))])
+        try store.apply([.createChannel(.fresh("laps/a")), .createChannel(.fresh("laps/b"))])
         let limit = 10
         for seq in Int64(1)...60 {
-            try store.apply([.event("laps/a", seq)], historyLimit: limit, pruneEvery: every)
+            // Another channel's row in the same batches: folds count rows, not channels.
+            try store.apply([.event("laps/a", seq)], historyLimit: limit, foldEvery: every)
             let kept = try store.history(channel: "laps/a", after: 0, limit: 1_000).map(\.seq)
-            // Always the newest `limit` at least, and at most every - 1 more.
+            // Always the newest `limit` at least, and at most `every` more.
             #expect(kept.last == seq && kept.count >= min(Int(seq), limit), "after \(seq): \(kept)")
-            #expect(kept.count <= limit + every - 1, "after \(seq): \(kept.count) kept")
+            #expect(kept.count <= limit + every, "after \(seq): \(kept.count) kept")
+            #expect(try store.oldestRetainedSeq(channel: "laps/a") == kept.first)
+            let tail = try store.pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM event_tail") }
+            #expect(tail == Int(seq) % every, "after \(seq): \(tail ?? -1) rows in the tail")
             if seq % Int64(every) == 0 && seq > Int64(limit) {
-                #expect(kept == Array((seq - Int64(limit) + 1)...seq), "pruned exactly at \(seq)")
+                #expect(kept == Array((seq - Int64(limit) + 1)...seq), "pruned exactly at the fold after \(seq)")
             }
         }
-        // A multi-event write that passes a multiple prunes too.
-        try store.apply([.events("laps/a", from: 61, to: 70)], historyLimit: limit, pruneEvery: every)
-        let kept = try store.history(channel: "laps/a", after: 0, limit: 1_000).map(\.seq)
-        #expect(kept == Array(61...70))
+        // A multi-event write whose rows pass a multiple folds too, and the
+        // other channel's events stay whole.
+        try store.apply([.events("laps/a", from: 61, to: 70), .events("laps/b", from: 1, to: 3)],
+                        historyLimit: limit, foldEvery: every)
+        #expect(try store.history(channel: "laps/a", after: 0, limit: 1_000).map(\.seq) == Array(61...70))
+        #expect(try store.history(channel: "laps/b", after: 0, limit: 1_000).map(\.seq) == [1, 2, 3])
+        #expect(try store.history(channel: "laps/a", after: 65, limit: 2).map(\.seq) == [66, 67])
+    }
+
+    @Test("opening a store moves a left-over tail into the indexed log")
+    func openingFoldsTheTail() throws {
+        let temp = try TemporaryStore()
+        try temp.store.apply([.createChannel(.fresh("laps/a")), .events("laps/a", from: 1, to: 5)], foldEvery: 100)
+        let reopened = try temp.reopen()
+        let counts = try reopened.pool.read { db in
+            (try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM event_tail"), try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM events"))
+        }
+        #expect(counts.0 == 0 && counts.1 == 5)
+        #expect(try reopened.history(channel: "laps/a", after: 2, limit: 10).map(\.seq) == [3, 4, 5])
     }
 
     @Test func explicitPrune() throws {

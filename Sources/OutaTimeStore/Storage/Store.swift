@@ -42,6 +42,9 @@ public final class Store: Sendable {
             try db.execute(sql: Self.durableSync)
         }
         try StoreSchema.migrator.migrate(pool)
+        // Start with the whole log indexed: loading reads every channel's
+        // recent events, which would otherwise scan the tail once each.
+        try pool.write { db in try Self.foldTail(historyLimit: nil, in: db) }
     }
 
     /// Every channel, ordered by name. The server loads these at start-up.
@@ -70,8 +73,10 @@ public final class Store: Sendable {
             try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT channel, seq, event, data, at FROM events
-                    WHERE channel = ? AND seq > ? ORDER BY seq LIMIT ?
+                    SELECT channel, seq, event, data, at FROM events WHERE channel = ?1 AND seq > ?2
+                    UNION ALL
+                    SELECT channel, seq, event, data, at FROM event_tail WHERE channel = ?1 AND seq > ?2
+                    ORDER BY seq LIMIT ?3
                     """,
                 arguments: [channel, after, limit]
             ).map { row in
@@ -85,8 +90,11 @@ public final class Store: Sendable {
     /// none. Recovery from `since: K` is possible only when this is at most K + 1.
     public func oldestRetainedSeq(channel: String) throws -> Int64? {
         try pool.read { db in
-            try Int64.fetchOne(db, sql: "SELECT MIN(seq) FROM events WHERE channel = ?",
-                               arguments: [channel])
+            try Int64.fetchOne(db, sql: """
+                SELECT MIN(seq) FROM (
+                    SELECT MIN(seq) AS seq FROM events WHERE channel = ?1
+                    UNION ALL SELECT MIN(seq) FROM event_tail WHERE channel = ?1)
+                """, arguments: [channel])
         }
     }
 

@@ -39,6 +39,21 @@ enum StoreSchema {
             try db.execute(sql: "ALTER TABLE channels ADD COLUMN state_seq INTEGER NOT NULL DEFAULT 0")
             try db.execute(sql: "UPDATE channels SET state_seq = seq")
         }
+        migrator.registerMigration("v3-event-tail") { db in
+            // New events are appended here (row ids only grow, so a batch
+            // fills the last page) and moved into `events` in bulk; see
+            // Store.apply(_:historyLimit:foldEvery:). Readers union both.
+            try db.execute(sql: """
+                CREATE TABLE event_tail (
+                    id INTEGER PRIMARY KEY,
+                    channel TEXT NOT NULL REFERENCES channels(name),
+                    seq INTEGER NOT NULL,
+                    event TEXT NOT NULL,
+                    data TEXT NOT NULL,
+                    at TEXT NOT NULL
+                )
+                """)
+        }
         return migrator
     }
 }

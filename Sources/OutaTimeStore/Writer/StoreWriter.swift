@@ -28,15 +28,15 @@ public final class StoreWriter: Sendable {
     /// - Parameters:
     ///   - historyLimit: events kept per channel; older ones are pruned in the
     ///     same transaction that appends (protocol §4: at least 1,000).
-    ///   - pruneEvery: prune a channel only when its seq passes a multiple
-    ///     of this (see ``Store/apply(_:historyLimit:pruneEvery:)``).
+    ///   - foldEvery: move new events from the append-only tail into the
+    ///     indexed log every this many (see ``Store/apply(_:historyLimit:foldEvery:)``).
     ///   - startsPaused: queue submissions without committing until
     ///     ``resume()`` or ``close()``; lets tests build a known batch.
     ///   - onCommit: receives each group's outcomes on the writer thread.
     public init(
         store: Store,
         historyLimit: Int,
-        pruneEvery: Int = 1,
+        foldEvery: Int = 1,
         startsPaused: Bool = false,
         onCommit: @escaping @Sendable ([StoreCommit]) -> Void
     ) {
@@ -46,7 +46,7 @@ public final class StoreWriter: Sendable {
         self.onCommit = onCommit
         // The thread holds the loop, not `self`, so an unused writer can
         // still be deinitialised (which closes it).
-        let loop = WriterLoop(store: store, historyLimit: historyLimit, pruneEvery: pruneEvery, inbox: inbox, onCommit: onCommit)
+        let loop = WriterLoop(store: store, historyLimit: historyLimit, foldEvery: foldEvery, inbox: inbox, onCommit: onCommit)
         let thread = Thread { loop.run() }
         thread.name = "outatime-store-writer"
         inbox.setWriterThread(thread)
@@ -96,7 +96,7 @@ public final class StoreWriter: Sendable {
 private struct WriterLoop: Sendable {
     let store: Store
     let historyLimit: Int
-    let pruneEvery: Int
+    let foldEvery: Int
     let inbox: WriterInbox
     let onCommit: @Sendable ([StoreCommit]) -> Void
 
@@ -113,7 +113,7 @@ private struct WriterLoop: Sendable {
     private func commit(_ batch: [Submission]) -> [StoreCommit] {
         let size = batch.count
         do {
-            try store.apply(batch.flatMap(\.writes), historyLimit: historyLimit, pruneEvery: pruneEvery)
+            try store.apply(batch.flatMap(\.writes), historyLimit: historyLimit, foldEvery: foldEvery)
             inbox.record(batchSize: size, committed: size, failed: 0, fellBack: false)
             return batch.map { StoreCommit(ticket: $0.ticket, error: nil, batchSize: size) }
         } catch {
@@ -124,7 +124,7 @@ private struct WriterLoop: Sendable {
         }
         let commits = batch.map { submission in
             do {
-                try store.apply(submission.writes, historyLimit: historyLimit, pruneEvery: pruneEvery)
+                try store.apply(submission.writes, historyLimit: historyLimit, foldEvery: foldEvery)
                 return StoreCommit(ticket: submission.ticket, error: nil, batchSize: size)
             } catch {
                 return StoreCommit(ticket: submission.ticket, error: "\(error)", batchSize: size)
