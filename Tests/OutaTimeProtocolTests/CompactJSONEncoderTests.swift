@@ -211,3 +211,35 @@ extension JSONValue {
         }
     }
 }
+
+/// Encodes through `encode(to:)` even when the value is ``JSONWritable``.
+struct ViaCodable<Value: Encodable & Sendable>: Encodable, Sendable {
+    let value: Value
+    func encode(to encoder: any Encoder) throws { try value.encode(to: encoder) }
+}
+
+@Suite("JSONWritable")
+struct JSONWritableTests {
+    /// The direct fields and the `Codable` path write the same bytes.
+    static func expectSameBytes(_ value: some JSONWritable & Sendable, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let direct = String(decoding: try CompactJSONEncoder().encode(value), as: UTF8.self)
+        let codable = String(decoding: try CompactJSONEncoder().encode(ViaCodable(value: value)), as: UTF8.self)
+        #expect(direct == codable, sourceLocation: sourceLocation)
+        // And Foundation reads the same value back.
+        let reference = try JSONValue.parse(try JSONEncoder().encode(value))
+        #expect(try JSONValue.parse(Data(direct.utf8)) == reference, sourceLocation: sourceLocation)
+    }
+
+    @Test("replies, event and tick pushes write what their Codable conformance writes")
+    func protocolMessages() throws {
+        let data = JSONValue.object(["lap": .int(2), "time_ms": .int(61_250), "note": .string("a \"b\"")])
+        try Self.expectSameBytes(ReplyOK(id: .int(9), result: PublishResult(delivered: 2)))
+        try Self.expectSameBytes(ReplyOK(id: .string("x/y"), result: data))
+        try Self.expectSameBytes(ReplyOK(id: .int(1), result: EmptyResult()))
+        try Self.expectSameBytes(EventPush(channel: "laps/a", seq: 41, event: "lap_recorded", data: data, at: "2026-11-22T10:00:00.000Z"))
+        try Self.expectSameBytes(TickPush(channel: "delorean/a", data: data))
+        try Self.expectSameBytes(TickPush(channel: "delorean/a", data: ViaCodable(value: data)))
+        // Nested: a writable inside a Codable array inside a writable.
+        try Self.expectSameBytes(ReplyOK(id: .int(3), result: [ReplyOK(id: .int(4), result: data)]))
+    }
+}

@@ -1,5 +1,7 @@
+import OutaTimeProtocol
+
 /// One completed lap of a stopwatch session.
-public struct Lap: Sendable, Equatable, Codable {
+public struct Lap: Sendable, Equatable, Codable, JSONWritable {
     /// 1-based lap number.
     public var lap: Int
     /// The lap's duration in milliseconds.
@@ -15,6 +17,12 @@ public struct Lap: Sendable, Equatable, Codable {
         case lap
         case timeMS = "time_ms"
     }
+
+    /// The synthesised `encode(to:)`'s fields, written directly.
+    public func writeFields(to fields: inout JSONFields) {
+        fields.write("lap", lap)
+        fields.write("time_ms", timeMS)
+    }
 }
 
 /// A jogging lap stopwatch (`laps/<session>`, domain.md).
@@ -23,7 +31,7 @@ public struct Lap: Sendable, Equatable, Codable {
 /// the stored elapsed values plus the time since `elapsed_as_of` (the last
 /// start or lap), so the stopwatch keeps running across a server restart
 /// without ticks being stored.
-public struct LapSessionState: Sendable, Equatable, Codable {
+public struct LapSessionState: Sendable, Equatable, Codable, JSONWritable {
     /// The stopwatch's mode.
     public enum Status: String, Sendable, Equatable, Codable, CaseIterable {
         /// Never started, or reset.
@@ -111,6 +119,20 @@ public struct LapSessionState: Sendable, Equatable, Codable {
         try container.encode(worstLapMS, forKey: .worstLapMS)
         try container.encode(runningSince, forKey: .runningSince)
         try container.encodeIfPresent(elapsedAsOf, forKey: .elapsedAsOf)
+    }
+
+    /// The fields of `encode(to:)`, written directly.
+    public func writeFields(to fields: inout JSONFields) throws {
+        fields.write("status", status.rawValue)
+        fields.write("lap_number", lapNumber)
+        fields.write("lap_elapsed_ms", lapElapsedMS)
+        fields.write("total_elapsed_ms", totalElapsedMS)
+        try fields.write("laps", laps)
+        fields.write("average_lap_ms", averageLapMS)
+        fields.write("best_lap_ms", bestLapMS)
+        fields.write("worst_lap_ms", worstLapMS)
+        fields.write("running_since", runningSince)
+        try fields.writeIfPresent("elapsed_as_of", elapsedAsOf)
     }
 }
 

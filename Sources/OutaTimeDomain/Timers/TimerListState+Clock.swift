@@ -103,9 +103,9 @@ extension TimerListState {
 }
 
 /// A timer list's `tick` data: `{"timers": [{"id", "remaining_s"}], "at"}`.
-public struct TimersTick: Encodable, Sendable, Equatable {
+public struct TimersTick: Encodable, Sendable, Equatable, JSONWritable {
     /// One running countdown.
-    public struct Entry: Encodable, Sendable, Equatable {
+    public struct Entry: Encodable, Sendable, Equatable, JSONWritable {
         /// The timer's id.
         public let id: Int
         /// Whole seconds left at `at`.
@@ -115,10 +115,22 @@ public struct TimersTick: Encodable, Sendable, Equatable {
             case id
             case remainingS = "remaining_s"
         }
+
+        /// The synthesised `encode(to:)`'s fields, written directly.
+        public func writeFields(to fields: inout JSONFields) {
+            fields.write("id", id)
+            fields.write("remaining_s", remainingS)
+        }
     }
 
     /// Every running timer, in list order.
     public let timers: [Entry]
     /// The second the tick stands for, ISO 8601 with milliseconds.
     public let at: String
+
+    /// The synthesised `encode(to:)`'s fields, written directly.
+    public func writeFields(to fields: inout JSONFields) throws {
+        try fields.write("timers", timers)
+        fields.write("at", at)
+    }
 }

@@ -54,15 +54,33 @@ public struct CompactJSONEncoder: Sendable {
 /// deeper than `d` (those values are complete), which is what lets nested
 /// containers end without being told.
 final class JSONByteWriter {
-    private(set) var bytes: [UInt8]
-    private var open: [(isObject: Bool, count: Int)] = []
-    /// One reusable `Encoder` per depth: nested values get the one of their
-    /// depth instead of a new allocation each.
-    private var encoders: [DepthEncoder] = []
+    private struct State {
+        var bytes: [UInt8] = []
+        var open: [(isObject: Bool, count: Int)] = []
+        /// One reusable `Encoder` per depth: nested values get the one of
+        /// their depth instead of a new allocation each.
+        var encoders: [DepthEncoder] = []
+    }
+
+    /// The mutable state, behind a pointer: every access to a class's
+    /// stored `var` is checked for exclusivity at run time
+    /// (`swift_beginAccess`), a tenth of the encoding time when the state
+    /// lived in properties; a pointee is not checked. Only this class
+    /// touches it, on one thread.
+    private let state: UnsafeMutablePointer<State>
+
+    /// The JSON written so far.
+    var bytes: [UInt8] { state.pointee.bytes }
 
     init() {
-        bytes = []
-        bytes.reserveCapacity(256)
+        state = .allocate(capacity: 1)
+        state.initialize(to: State())
+        state.pointee.bytes.reserveCapacity(256)
+    }
+
+    deinit {
+        state.deinitialize(count: 1)
+        state.deallocate()
     }
 
     func encodeTopLevel<T: Encodable>(_ value: T) throws {
@@ -77,13 +95,21 @@ final class JSONByteWriter {
     /// `encode(to:)` looks up metadata and witness tables for every value.
     func encodeValue<T: Encodable>(_ value: T, depth: Int) throws {
         if try writeKnown(value) { return }
-        let start = bytes.count
+        if let writable = value as? any JSONWritable {
+            openContainer(isObject: true, depth: depth)
+            var fields = JSONFields(writer: self, depth: depth)
+            try writable.writeFields(to: &fields)
+            return
+        }
+        let start = state.pointee.bytes.count
         try value.encode(to: encoder(at: depth))
-        if bytes.count == start { bytes.append(contentsOf: [UInt8(ascii: "{"), UInt8(ascii: "}")]) }
+        if state.pointee.bytes.count == start { state.pointee.bytes.append(contentsOf: [UInt8(ascii: "{"), UInt8(ascii: "}")]) }
     }
 
     /// Writes `value` if it is a `String`, `Int`, `Int64`, `Bool`, an
-    /// optional of one of those, or a `JSONValue`; false for anything else.
+    /// optional of one of those, a `JSONValue` or a `RequestID`; false for anything else
+    /// (then a ``JSONWritable`` writes its own fields, and the rest goes
+    /// through `Codable`).
     @inline(__always)
     private func writeKnown<T: Encodable>(_ value: T) throws -> Bool {
         if T.self == String.self {
@@ -96,6 +122,11 @@ final class JSONByteWriter {
             writeBool(unsafeBitCast(value, to: Bool.self))
         } else if T.self == JSONValue.self {
             try writeJSON(unsafeBitCast(value, to: JSONValue.self))
+        } else if T.self == RequestID.self {
+            switch unsafeBitCast(value, to: RequestID.self) {
+            case .int(let number): writeInteger(number)
+            case .string(let text): writeString(text)
+            }
         } else if T.self == String?.self {
             if let string = unsafeBitCast(value, to: String?.self) { writeString(string) } else { writeNull() }
         } else if T.self == Int?.self {
@@ -117,29 +148,29 @@ final class JSONByteWriter {
         case .double(let number): try writeFloat(number)
         case .string(let string): writeString(string)
         case .array(let elements):
-            bytes.append(UInt8(ascii: "["))
+            state.pointee.bytes.append(UInt8(ascii: "["))
             for (index, element) in elements.enumerated() {
-                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                if index > 0 { state.pointee.bytes.append(UInt8(ascii: ",")) }
                 try writeJSON(element)
             }
-            bytes.append(UInt8(ascii: "]"))
+            state.pointee.bytes.append(UInt8(ascii: "]"))
         case .object(let members):
-            bytes.append(UInt8(ascii: "{"))
+            state.pointee.bytes.append(UInt8(ascii: "{"))
             var first = true
             for (key, member) in members {
-                if !first { bytes.append(UInt8(ascii: ",")) }
+                if !first { state.pointee.bytes.append(UInt8(ascii: ",")) }
                 first = false
                 writeString(key)
-                bytes.append(UInt8(ascii: ":"))
+                state.pointee.bytes.append(UInt8(ascii: ":"))
                 try writeJSON(member)
             }
-            bytes.append(UInt8(ascii: "}"))
+            state.pointee.bytes.append(UInt8(ascii: "}"))
         }
     }
 
     func encoder(at depth: Int) -> DepthEncoder {
-        while encoders.count < depth { encoders.append(DepthEncoder(writer: self, depth: encoders.count + 1)) }
-        return encoders[depth - 1]
+        while state.pointee.encoders.count < depth { state.pointee.encoders.append(DepthEncoder(writer: self, depth: state.pointee.encoders.count + 1)) }
+        return state.pointee.encoders[depth - 1]
     }
 
     // MARK: Containers
@@ -148,53 +179,63 @@ final class JSONByteWriter {
     /// the value at `depth`.
     func openContainer(isObject: Bool, depth: Int) {
         closeContainers(deeperThan: depth)
-        if open.count == depth { return }
+        if state.pointee.open.count == depth { return }
         closeContainers(deeperThan: depth - 1)
-        open.append((isObject, 0))
-        bytes.append(isObject ? UInt8(ascii: "{") : UInt8(ascii: "["))
+        state.pointee.open.append((isObject, 0))
+        state.pointee.bytes.append(isObject ? UInt8(ascii: "{") : UInt8(ascii: "["))
     }
 
     /// Ends the values nested deeper than `depth`.
     func closeContainers(deeperThan depth: Int) {
-        while open.count > depth {
-            let container = open.removeLast()
-            bytes.append(container.isObject ? UInt8(ascii: "}") : UInt8(ascii: "]"))
+        while state.pointee.open.count > depth {
+            let container = state.pointee.open.removeLast()
+            state.pointee.bytes.append(container.isObject ? UInt8(ascii: "}") : UInt8(ascii: "]"))
         }
     }
 
     /// Starts the next member of the object at `depth`: `,"key":`.
     func beginMember(_ key: String, depth: Int) {
         closeContainers(deeperThan: depth)
-        if open[depth - 1].count > 0 { bytes.append(UInt8(ascii: ",")) }
-        open[depth - 1].count += 1
+        if state.pointee.open[depth - 1].count > 0 { state.pointee.bytes.append(UInt8(ascii: ",")) }
+        state.pointee.open[depth - 1].count += 1
         writeString(key)
-        bytes.append(UInt8(ascii: ":"))
+        state.pointee.bytes.append(UInt8(ascii: ":"))
     }
 
     /// Starts the next element of the array at `depth`.
     func beginElement(depth: Int) {
         closeContainers(deeperThan: depth)
-        if open[depth - 1].count > 0 { bytes.append(UInt8(ascii: ",")) }
-        open[depth - 1].count += 1
+        if state.pointee.open[depth - 1].count > 0 { state.pointee.bytes.append(UInt8(ascii: ",")) }
+        state.pointee.open[depth - 1].count += 1
     }
 
-    func count(depth: Int) -> Int { open.count >= depth ? open[depth - 1].count : 0 }
+    func count(depth: Int) -> Int { state.pointee.open.count >= depth ? state.pointee.open[depth - 1].count : 0 }
 
     // MARK: Scalars
 
-    func writeNull() { bytes.append(contentsOf: [UInt8(ascii: "n"), UInt8(ascii: "u"), UInt8(ascii: "l"), UInt8(ascii: "l")]) }
+    func writeNull() { writeRaw("null") }
 
-    func writeBool(_ value: Bool) {
-        if value {
-            bytes.append(contentsOf: [UInt8(ascii: "t"), UInt8(ascii: "r"), UInt8(ascii: "u"), UInt8(ascii: "e")])
-        } else {
-            bytes.append(contentsOf: [UInt8(ascii: "f"), UInt8(ascii: "a"), UInt8(ascii: "l"), UInt8(ascii: "s"), UInt8(ascii: "e")])
-        }
+    func writeBool(_ value: Bool) { writeRaw(value ? "true" : "false") }
+
+    /// Appends `text` as it is (JSON syntax, or a key known to need no escaping).
+    func writeRaw(_ text: StaticString) {
+        text.withUTF8Buffer { state.pointee.bytes.append(contentsOf: $0) }
+    }
+
+    /// Starts the next member of the object at `depth` with a key that
+    /// needs no escaping (a ``JSONWritable``'s field names).
+    func beginMember(static key: StaticString, depth: Int) {
+        closeContainers(deeperThan: depth)
+        if state.pointee.open[depth - 1].count > 0 { state.pointee.bytes.append(UInt8(ascii: ",")) }
+        state.pointee.open[depth - 1].count += 1
+        state.pointee.bytes.append(UInt8(ascii: "\""))
+        writeRaw(key)
+        state.pointee.bytes.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
     }
 
     func writeInteger<I: BinaryInteger>(_ value: I) {
         if value == 0 {
-            bytes.append(UInt8(ascii: "0"))
+            state.pointee.bytes.append(UInt8(ascii: "0"))
             return
         }
         // Digits from the least significant, into a small stack buffer.
@@ -212,7 +253,7 @@ final class JSONByteWriter {
                 index -= 1
                 buffer[index] = UInt8(ascii: "-")
             }
-            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[index...]))
+            state.pointee.bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[index...]))
         }
     }
 
@@ -223,37 +264,37 @@ final class JSONByteWriter {
         }
         var text = value.description
         if text.hasSuffix(".0") { text.removeLast(2) }
-        bytes.append(contentsOf: text.utf8)
+        state.pointee.bytes.append(contentsOf: text.utf8)
     }
 
     /// A JSON string: the UTF-8 bytes, with `"`, `\` and control characters escaped.
     func writeString(_ string: String) {
-        bytes.append(UInt8(ascii: "\""))
+        state.pointee.bytes.append(UInt8(ascii: "\""))
         var string = string
         string.withUTF8 { utf8 in
             var runStart = 0
             for index in 0..<utf8.count {
                 let byte = utf8[index]
                 guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
-                if runStart < index { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index])) }
+                if runStart < index { state.pointee.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index])) }
                 runStart = index + 1
-                bytes.append(UInt8(ascii: "\\"))
+                state.pointee.bytes.append(UInt8(ascii: "\\"))
                 switch byte {
-                case UInt8(ascii: "\""), UInt8(ascii: "\\"): bytes.append(byte)
-                case 0x08: bytes.append(UInt8(ascii: "b"))
-                case 0x0C: bytes.append(UInt8(ascii: "f"))
-                case 0x0A: bytes.append(UInt8(ascii: "n"))
-                case 0x0D: bytes.append(UInt8(ascii: "r"))
-                case 0x09: bytes.append(UInt8(ascii: "t"))
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"): state.pointee.bytes.append(byte)
+                case 0x08: state.pointee.bytes.append(UInt8(ascii: "b"))
+                case 0x0C: state.pointee.bytes.append(UInt8(ascii: "f"))
+                case 0x0A: state.pointee.bytes.append(UInt8(ascii: "n"))
+                case 0x0D: state.pointee.bytes.append(UInt8(ascii: "r"))
+                case 0x09: state.pointee.bytes.append(UInt8(ascii: "t"))
                 default:
                     let hex: [UInt8] = Array("0123456789abcdef".utf8)
-                    bytes.append(contentsOf: [UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
+                    state.pointee.bytes.append(contentsOf: [UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
                                               hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]])
                 }
             }
-            if runStart < utf8.count { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...])) }
+            if runStart < utf8.count { state.pointee.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...])) }
         }
-        bytes.append(UInt8(ascii: "\""))
+        state.pointee.bytes.append(UInt8(ascii: "\""))
     }
 }
 

@@ -167,7 +167,7 @@ public struct PresencePush: Encodable, Sendable {
 
 /// A committed durable change:
 /// `{"type":"event","channel":C,"seq":S,"event":…,"data":{…},"at":…}`.
-public struct EventPush: Encodable, Sendable {
+public struct EventPush: Encodable, Sendable, JSONWritable {
     /// The channel, in its `kind/name` form.
     public let channel: String
     /// The channel's seq after this event.
@@ -202,6 +202,16 @@ public struct EventPush: Encodable, Sendable {
         try container.encode(data, forKey: .data)
         try container.encode(at, forKey: .at)
     }
+
+    /// The fields of `encode(to:)`, written directly.
+    public func writeFields(to fields: inout JSONFields) throws {
+        fields.write("type", "event")
+        fields.write("channel", channel)
+        fields.write("seq", seq)
+        fields.write("event", event)
+        try fields.write("data", data)
+        fields.write("at", at)
+    }
 }
 
 /// Ephemeral progress, never stored and without seq:
@@ -210,7 +220,7 @@ public struct EventPush: Encodable, Sendable {
 /// `Data` is usually `JSONValue`; a typed value (a timer list's tick of
 /// many countdowns) encodes several times faster than the same JSON as a
 /// `JSONValue` tree.
-public struct TickPush<Data: Encodable & Sendable>: Encodable, Sendable {
+public struct TickPush<Data: Encodable & Sendable>: Encodable, Sendable, JSONWritable {
     /// The channel, in its `kind/name` form.
     public let channel: String
     /// The progress values (speed, remaining time, lap time…).
@@ -232,5 +242,12 @@ public struct TickPush<Data: Encodable & Sendable>: Encodable, Sendable {
         try container.encode("tick", forKey: .type)
         try container.encode(channel, forKey: .channel)
         try container.encode(data, forKey: .data)
+    }
+
+    /// The fields of `encode(to:)`, written directly.
+    public func writeFields(to fields: inout JSONFields) throws {
+        fields.write("type", "tick")
+        fields.write("channel", channel)
+        try fields.write("data", data)
     }
 }

@@ -30,6 +30,16 @@ public struct ReplyOK<Result: Encodable>: Encodable {
 
 extension ReplyOK: Sendable where Result: Sendable {}
 
+extension ReplyOK: JSONWritable {
+    /// The fields of `encode(to:)`, written directly.
+    public func writeFields(to fields: inout JSONFields) throws {
+        fields.write("type", "reply")
+        try fields.write("id", id)
+        fields.write("ok", true)
+        try fields.write("result", result)
+    }
+}
+
 /// A failed reply:
 /// `{"type":"reply","id":…,"ok":false,"error":{"code":…,"message":…}}`.
 public struct ReplyError: Encodable, Sendable {
