@@ -52,11 +52,11 @@ public struct Request: Sendable {
     public static func parse(_ body: UnsafeRawBufferPointer) throws(RequestParseError) -> Request {
         let value: JSONValue
         do {
-            value = try decode(body)
+            value = try JSONValue.parse(bytes: body)
         } catch {
             throw .badJSON(ProtocolError(
                 .badJSON,
-                "frame body of \(body.count) bytes is not valid UTF-8 JSON; it starts with \(preview(body))"
+                "frame body of \(body.count) bytes is not valid UTF-8 JSON (\(error)); it starts with \(preview(body))"
             ))
         }
         guard case .object(let fields) = value else {
@@ -98,20 +98,6 @@ public struct Request: Sendable {
         self.type = type
         self.id = id
         self.fields = fields
-    }
-
-    /// Decodes without copying the body: the `Data` borrows the caller's
-    /// bytes, which outlive this synchronous call.
-    private static func decode(_ body: UnsafeRawBufferPointer) throws -> JSONValue {
-        guard let base = body.baseAddress, body.count > 0 else {
-            return try JSONValue.parse(Data())
-        }
-        let data = Data(
-            bytesNoCopy: UnsafeMutableRawPointer(mutating: base),
-            count: body.count,
-            deallocator: .none
-        )
-        return try JSONValue.parse(data)
     }
 
     /// The first bytes of a bad body, quoted, for the error message.
