@@ -23,8 +23,20 @@ extension Server {
             close(session, bye: .protocolError)
             return
         }
-        if session.isBlocked { session.stream.stopReading() }
+        if session.isBlocked, session.backlog.count >= Self.backlogFrames
+            || session.backlog.reduce(0, { $0 + $1.count }) >= Self.backlogBytes {
+            session.stream.stopReading()
+        }
     }
+
+    /// While a request waits for storage, up to this many later frames (or
+    /// bytes) of the same connection wait in its backlog before the server
+    /// stops reading from it (TCP backpressure). Stopping and restarting
+    /// with every waiting command cost two `epoll_ctl` calls per command
+    /// (docs/BENCHMARKS.md); a client with one request in flight now never
+    /// reaches the limit.
+    static let backlogFrames = 16
+    static let backlogBytes = 256 * 1024
 
     /// One complete frame body: parse the envelope and dispatch.
     func process(_ body: UnsafeRawBufferPointer, on session: Session) {

@@ -37,7 +37,8 @@ final class Session {
     let connectedAt: UInt64
     var lastActivity: UInt64
     /// Set while a request waits for storage: later frames wait in `backlog`
-    /// and reading pauses, so replies keep request order.
+    /// (reading pauses once it holds `Server.backlogFrames`), so replies keep
+    /// request order.
     var isBlocked = false
     var backlog: [[UInt8]] = []
     /// Channels this session is subscribed to (kept by ``SubscriptionIndex``).
