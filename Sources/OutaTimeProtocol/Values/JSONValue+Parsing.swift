@@ -3,10 +3,12 @@ import Foundation
 extension JSONValue {
     /// Parses JSON text (any value at the top level, RFC 8259) into a value.
     ///
-    /// Numbers follow the `Decodable` rule: an integral value that fits in
-    /// `Int64` is `.int` (`5`, `5.0`, `5e0`), any other finite number
-    /// `.double`, read exactly (the shortest text that round-trips reads back
-    /// as the same double).
+    /// Numbers follow the `Decodable` rule: a whole value that fits in
+    /// `Int64` is `.int` (`5`, `5.0`, `5e0`, computed exactly), any other
+    /// finite number `.double`, the nearest one to the text (so the shortest
+    /// text that round-trips reads back as the same double). Where the
+    /// `Decodable` path truncates (`-208366223654859651.1` becomes an
+    /// integer there), this one keeps the double.
     ///
     /// - Throws: ``JSONReadError`` naming the byte offset and what was wrong.
     public static func parse(_ data: Data) throws(JSONReadError) -> JSONValue {
@@ -299,16 +301,79 @@ struct JSONReader {
         }
         let text = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
         if integral, let integer = Int64(text) { return .int(integer) }
+        // `90142406901406829e0`, `1.50e1`: integers written with a fraction
+        // or an exponent are read exactly, not through a double.
+        if !integral, let integer = Self.exactInteger(UnsafeRawBufferPointer(rebasing: bytes[start..<index])) {
+            return .int(integer)
+        }
         guard let double = Double(text), double.isFinite else {
             index = start
             throw fail("number \(text) is out of range")
         }
-        // An integer literal beyond Int64 stays a double even where rounding
-        // brings it to ±2^63; `5.0` and `5e0` are integers like `5`.
-        if !integral, double.rounded() == double, double >= -0x1p63, double < 0x1p63 {
-            return .int(Int64(double))
-        }
+        // Not a whole number (or beyond Int64): the nearest double, even
+        // where that double happens to be whole (`-208366223654859651.1`).
         return .double(double)
+    }
+
+    /// The value of a number with a fraction or exponent when it is a whole
+    /// number that fits in `Int64`, computed exactly; nil otherwise.
+    static func exactInteger(_ number: UnsafeRawBufferPointer) -> Int64? {
+        var index = 0
+        let negative = number.first == UInt8(ascii: "-")
+        if negative { index += 1 }
+        var digits: [UInt8] = []
+        var fractionDigits = 0
+        var inFraction = false
+        while index < number.count {
+            let byte = number[index]
+            if byte == UInt8(ascii: ".") {
+                inFraction = true
+            } else if byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") {
+                digits.append(byte - UInt8(ascii: "0"))
+                if inFraction { fractionDigits += 1 }
+            } else {
+                break  // e or E
+            }
+            index += 1
+        }
+        // Zero is zero whatever the exponent (`0e999999999999`).
+        guard digits.contains(where: { $0 != 0 }) else { return 0 }
+        var exponent = 0
+        if index < number.count {
+            index += 1
+            var exponentNegative = false
+            if number[index] == UInt8(ascii: "-") || number[index] == UInt8(ascii: "+") {
+                exponentNegative = number[index] == UInt8(ascii: "-")
+                index += 1
+            }
+            while index < number.count {
+                // Anything beyond a few digits cannot give an Int64 (or is all zeros, handled below).
+                guard exponent < 10_000 else { return nil }
+                exponent = exponent * 10 + Int(number[index] - UInt8(ascii: "0"))
+                index += 1
+            }
+            if exponentNegative { exponent = -exponent }
+        }
+        exponent -= fractionDigits
+        // Leading zeros add nothing; trailing zeros cancel a negative exponent.
+        while let first = digits.first, first == 0 { digits.removeFirst() }
+        while exponent < 0, let last = digits.last, last == 0 {
+            digits.removeLast()
+            exponent += 1
+        }
+        guard exponent >= 0, digits.count + exponent <= 19 else { return nil }
+        var magnitude: UInt64 = 0
+        for digit in digits + [UInt8](repeating: 0, count: exponent) {
+            let (times10, overflow1) = magnitude.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = times10.addingReportingOverflow(UInt64(digit))
+            guard !overflow1, !overflow2 else { return nil }
+            magnitude = sum
+        }
+        if negative {
+            guard magnitude <= UInt64(Int64.max) + 1 else { return nil }
+            return magnitude == UInt64(Int64.max) + 1 ? Int64.min : -Int64(magnitude)
+        }
+        return magnitude <= UInt64(Int64.max) ? Int64(magnitude) : nil
     }
 
     @discardableResult
