@@ -25,8 +25,9 @@ public final class Store: Sendable {
 
         var configuration = Configuration()
         configuration.label = "OutaTimeStore"
-        // GRDB enables foreign keys by default; said again because the
-        // events -> channels reference is what refuses events of unknown channels.
+        // GRDB enables foreign keys by default; said again for the events ->
+        // channels reference (new events reach `events` through the tail, whose
+        // rows are written only after their channel's seq UPDATE matched).
         configuration.foreignKeysEnabled = true
         configuration.prepareDatabase { db in
             // An acknowledged command must survive SIGKILL or power loss. In WAL
@@ -40,6 +41,10 @@ public final class Store: Sendable {
         // its lifetime, so setting FULL again here holds for every write.
         try pool.writeWithoutTransaction { db in
             try db.execute(sql: Self.durableSync)
+            // The writer touches every busy channel's newest and oldest log
+            // pages at each fold; SQLite's default 2 MiB page cache made it
+            // read them back from the file (docs/BENCHMARKS.md).
+            try db.execute(sql: "PRAGMA cache_size = -\(Self.writerCacheKiB)")
         }
         try StoreSchema.migrator.migrate(pool)
         // Start with the whole log indexed: loading reads every channel's
@@ -105,6 +110,9 @@ public final class Store: Sendable {
     }
 
     private static let durableSync = "PRAGMA synchronous = FULL"
+
+    /// The writer connection's page cache, in KiB.
+    static let writerCacheKiB = 32 * 1024
 
     private static func channel(from row: Row) -> ChannelRecord {
         ChannelRecord(name: row["name"], kind: row["kind"], seq: row["seq"], state: row["state"], stateSeq: row["state_seq"])
