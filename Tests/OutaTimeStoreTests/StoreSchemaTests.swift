@@ -68,6 +68,8 @@ import Testing
             #expect(try pragma("synchronous", write: write) == "2", "FULL is 2")
             #expect(try pragma("foreign_keys", write: write) == "1")
         }
+        // The writer keeps the busy channels' log pages cached (folds, prunes).
+        #expect(try pragma("cache_size", write: true) == "-\(Store.writerCacheKiB)")
     }
 
     @Test func createsTheParentFolder() throws {
