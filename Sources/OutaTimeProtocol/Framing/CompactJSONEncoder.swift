@@ -8,7 +8,10 @@
 /// one command reply took about 100,000 instructions, 45 % of the event
 /// loop's work, and the event data another third of the storage thread's.
 /// This encoder writes each key and value straight into a byte array as the
-/// value's `encode(to:)` produces them. Decoding stays with Foundation.
+/// value's `encode(to:)` produces them; a ``JSONWritable`` value writes its
+/// fields without going through `Codable` at all. Requests are read by
+/// ``JSONValue/parse(_:)`` (its own reader, for its own measured reasons);
+/// the stored states are decoded with Foundation's `JSONDecoder`.
 ///
 /// What it writes, compared with Foundation's `JSONEncoder` with
 /// `.withoutEscapingSlashes` (the tests compare the two for every message
