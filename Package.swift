@@ -69,9 +69,11 @@ let package = Package(
             dependencies: ["OutaTimeServer", .product(name: "Logging", package: "swift-log")],
             path: "Tests/OutaTimeTestSupport"
         ),
+        // Seeded randomness and encoding helpers shared by the unit tests.
+        .target(name: "OutaTimeTestKit", dependencies: ["OutaTimeProtocol"], path: "Tests/OutaTimeTestKit"),
         .testTarget(name: "UVTests", dependencies: ["UV"]),
-        .testTarget(name: "OutaTimeProtocolTests", dependencies: ["OutaTimeProtocol"]),
-        .testTarget(name: "OutaTimeDomainTests", dependencies: ["OutaTimeDomain", "OutaTimeProtocol"]),
+        .testTarget(name: "OutaTimeProtocolTests", dependencies: ["OutaTimeProtocol", "OutaTimeTestKit"]),
+        .testTarget(name: "OutaTimeDomainTests", dependencies: ["OutaTimeDomain", "OutaTimeProtocol", "OutaTimeTestKit"]),
         .testTarget(name: "OutaTimeStoreTests", dependencies: ["OutaTimeStore"]),
         .testTarget(
             name: "OutaTimeServerTests",
@@ -79,7 +81,7 @@ let package = Package(
         ),
         .testTarget(
             name: "OutaTimeClientTests",
-            dependencies: ["OutaTimeClient", "OutaTimeServer", "OutaTimeProtocol", "OutaTimeDomain", "OutaTimeTestSupport"]
+            dependencies: ["OutaTimeClient", "OutaTimeServer", "OutaTimeProtocol", "OutaTimeDomain", "OutaTimeTestSupport", "OutaTimeTestKit"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,5 +1,6 @@
 import OutaTimeClient
 import Testing
+import OutaTimeTestKit
 
 @Suite("Backoff policy")
 struct BackoffPolicyTests {
@@ -47,8 +48,8 @@ struct BackoffPolicyTests {
 
     @Test("an injected generator makes the sequence reproducible")
     func injectedGenerator() {
-        var first = SplitMix(seed: 42)
-        var second = SplitMix(seed: 42)
+        var first = SeededGenerator(seed: 42)
+        var second = SeededGenerator(seed: 42)
         let a = (1...8).map { policy.delayMs(attempt: $0, using: &first) }
         let b = (1...8).map { policy.delayMs(attempt: $0, using: &second) }
         #expect(a == b)
@@ -64,18 +65,5 @@ struct BackoffPolicyTests {
         #expect((1...5).map { flat.delayMs(attempt: $0, unit: 0.9) } == [50, 50, 50, 50, 50])
         let big = BackoffPolicy(initialMs: 10_000, maxMs: 300)
         #expect(big.delayMs(attempt: 1, unit: 0.5) == 300)
-    }
-}
-
-/// A tiny seeded generator, so a test controls the "random" jitter.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

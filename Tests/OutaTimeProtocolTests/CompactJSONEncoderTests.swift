@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import OutaTimeProtocol
+import OutaTimeTestKit
 
 /// Foundation's encoder as MessageEncoder used to configure it: the reference.
 private func foundationText(_ value: some Encodable) throws -> String {
@@ -173,73 +174,18 @@ struct CompactJSONEncoderTests {
     }
 }
 
-/// A small deterministic generator (SplitMix64) for reproducible random trees.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
-extension JSONValue {
-    /// A random value: scalars at the leaves, objects and arrays above.
-    static func random(depth: Int, using generator: inout SeededGenerator) -> JSONValue {
-        let pick = Int.random(in: 0..<(depth > 0 ? 8 : 6), using: &generator)
-        switch pick {
-        case 0: return .null
-        case 1: return .bool(Bool.random(using: &generator))
-        case 2: return .int(Int64.random(in: Int64.min...Int64.max, using: &generator))
-        case 3: return .double(Double.random(in: -1e6...1e6, using: &generator))
-        case 4, 5:
-            let scalars = (0..<Int.random(in: 0..<12, using: &generator)).map { _ in
-                Unicode.Scalar(UInt32.random(in: 0..<0x250, using: &generator)) ?? "?"
-            }
-            return .string(String(String.UnicodeScalarView(scalars)))
-        case 6:
-            return .array((0..<Int.random(in: 0..<4, using: &generator)).map { _ in random(depth: depth - 1, using: &generator) })
-        default:
-            var object: [String: JSONValue] = [:]
-            for index in 0..<Int.random(in: 0..<4, using: &generator) {
-                object["k\(index)/\(Int.random(in: 0..<100, using: &generator))"] = random(depth: depth - 1, using: &generator)
-            }
-            return .object(object)
-        }
-    }
-}
-
-/// Encodes through `encode(to:)` even when the value is ``JSONWritable``.
-struct ViaCodable<Value: Encodable & Sendable>: Encodable, Sendable {
-    let value: Value
-    func encode(to encoder: any Encoder) throws { try value.encode(to: encoder) }
-}
-
 @Suite("JSONWritable")
 struct JSONWritableTests {
-    /// The direct fields and the `Codable` path write the same bytes.
-    static func expectSameBytes(_ value: some JSONWritable & Sendable, sourceLocation: SourceLocation = #_sourceLocation) throws {
-        let direct = String(decoding: try CompactJSONEncoder().encode(value), as: UTF8.self)
-        let codable = String(decoding: try CompactJSONEncoder().encode(ViaCodable(value: value)), as: UTF8.self)
-        #expect(direct == codable, sourceLocation: sourceLocation)
-        // And Foundation reads the same value back.
-        let reference = try JSONValue.parse(try JSONEncoder().encode(value))
-        #expect(try JSONValue.parse(Data(direct.utf8)) == reference, sourceLocation: sourceLocation)
-    }
-
     @Test("replies, event and tick pushes write what their Codable conformance writes")
     func protocolMessages() throws {
         let data = JSONValue.object(["lap": .int(2), "time_ms": .int(61_250), "note": .string("a \"b\"")])
-        try Self.expectSameBytes(ReplyOK(id: .int(9), result: PublishResult(delivered: 2)))
-        try Self.expectSameBytes(ReplyOK(id: .string("x/y"), result: data))
-        try Self.expectSameBytes(ReplyOK(id: .int(1), result: EmptyResult()))
-        try Self.expectSameBytes(EventPush(channel: "laps/a", seq: 41, event: "lap_recorded", data: data, at: "2026-11-22T10:00:00.000Z"))
-        try Self.expectSameBytes(TickPush(channel: "delorean/a", data: data))
-        try Self.expectSameBytes(TickPush(channel: "delorean/a", data: ViaCodable(value: data)))
+        try expectSameJSONBothWays(ReplyOK(id: .int(9), result: PublishResult(delivered: 2)))
+        try expectSameJSONBothWays(ReplyOK(id: .string("x/y"), result: data))
+        try expectSameJSONBothWays(ReplyOK(id: .int(1), result: EmptyResult()))
+        try expectSameJSONBothWays(EventPush(channel: "laps/a", seq: 41, event: "lap_recorded", data: data, at: "2026-11-22T10:00:00.000Z"))
+        try expectSameJSONBothWays(TickPush(channel: "delorean/a", data: data))
+        try expectSameJSONBothWays(TickPush(channel: "delorean/a", data: ViaCodable(value: data)))
         // Nested: a writable inside a Codable array inside a writable.
-        try Self.expectSameBytes(ReplyOK(id: .int(3), result: [ReplyOK(id: .int(4), result: data)]))
+        try expectSameJSONBothWays(ReplyOK(id: .int(3), result: [ReplyOK(id: .int(4), result: data)]))
     }
 }

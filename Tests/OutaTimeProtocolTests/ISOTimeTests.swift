@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import OutaTimeProtocol
+import OutaTimeTestKit
 
 /// ISOTime's integer fast paths against Foundation's ISO8601FormatStyle,
 /// which they stand in for.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import OutaTimeProtocol
+import OutaTimeTestKit
 
 /// `JSONValue.parse` (our reader) must read every value exactly as the
 /// `Decodable` conformance (JSONDecoder) does, and refuse what RFC 8259 does
