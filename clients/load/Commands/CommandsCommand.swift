@@ -67,9 +67,7 @@ struct CommandsCommand: ParsableCommand {
             do { after = try StatsProbe.read(address) } catch { tallies[0].recordError("\(error)") }
         }
 
-        var latency = Histogram<UInt64>(lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000,
-                                        numberOfSignificantValueDigits: .three)
-        for tally in tallies { if let part = tally.finalLatency { latency.add(part) } }
+        let latency = WorkerTally.mergedLatency(tallies)
         let sent = tallies.reduce(0) { $0 + $1.sent.load(ordering: .relaxed) }
         let acknowledged = tallies.reduce(0) { $0 + $1.acknowledged.load(ordering: .relaxed) }
         let errors = tallies.reduce(0) { $0 + $1.errors.load(ordering: .relaxed) }

@@ -23,8 +23,7 @@ final class CommandsWorker {
     private let budget: CommandBudget
     private var clients: [Client] = []
     private var sending = false
-    private var latency = Histogram<UInt64>(lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000,
-                                            numberOfSignificantValueDigits: .three)
+    private var latency = Histogram<UInt64>.microseconds()
     private let heartbeat: Timer
     private var inbox: AsyncInbox<WorkerOrder>?
 

@@ -89,9 +89,7 @@ struct ConnectionsCommand: ParsableCommand {
         directory.broadcast(.finish)
         if !threads.join(within: 10) { tallies[0].recordError("workers did not stop within 10 s") }
 
-        var latency = Histogram<UInt64>(lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000,
-                                        numberOfSignificantValueDigits: .three)
-        for tally in tallies { if let part = tally.finalLatency { latency.add(part) } }
+        let latency = WorkerTally.mergedLatency(tallies)
         let opened = tallies.reduce(0) { $0 + $1.subscribed.load(ordering: .relaxed) }
         let failedCount = tallies.reduce(0) { $0 + $1.failed.load(ordering: .relaxed) }
         let errors = tallies.reduce(0) { $0 + $1.errors.load(ordering: .relaxed) }

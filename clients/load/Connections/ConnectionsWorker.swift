@@ -48,8 +48,7 @@ final class ConnectionsWorker {
     /// Connections whose `subscribe` was answered: only these get heartbeats
     /// (a `ping` queued before `hello` would be refused `hello_required`).
     private var subscribed: [LoadConnection] = []
-    private var latency = Histogram<UInt64>(lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000,
-                                            numberOfSignificantValueDigits: .three)
+    private var latency = Histogram<UInt64>.microseconds()
     private let heartbeat: Timer
     private var inbox: AsyncInbox<ConnectionsOrder>?
     private var finishing = false

@@ -66,9 +66,7 @@ struct FanoutCommand: ParsableCommand {
         directory.broadcast(.finish)
         if !threads.join(within: 10) { tallies[0].recordError("workers did not stop within 10 s") }
 
-        var latency = Histogram<UInt64>(lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000,
-                                        numberOfSignificantValueDigits: .three)
-        for tally in tallies { if let part = tally.finalLatency { latency.add(part) } }
+        let latency = WorkerTally.mergedLatency(tallies)
         let published = tallies[0].published.load(ordering: .relaxed)
         let delivered = tallies.reduce(0) { $0 + $1.delivered.load(ordering: .relaxed) }
         let duplicated = tallies.reduce(0) { $0 + $1.duplicated.load(ordering: .relaxed) }

@@ -30,8 +30,7 @@ final class FanoutWorker {
     private var publishing = false
     private var publishStartNs: UInt64 = 0
     private var sent = 0
-    private var latency = Histogram<UInt64>(lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000,
-                                            numberOfSignificantValueDigits: .three)
+    private var latency = Histogram<UInt64>.microseconds()
     private var delivered = 0
     private var duplicated = 0
     private var lastDeliveryNs: UInt64 = 0

@@ -27,4 +27,19 @@ class WorkerTally: @unchecked Sendable {
 
     /// The worker's latency histogram, once it has finished.
     var finalLatency: Histogram<UInt64>? { latency.withLock { $0 } }
+
+    /// Every finished worker's histogram added into one.
+    static func mergedLatency(_ tallies: [WorkerTally]) -> Histogram<UInt64> {
+        var merged = Histogram<UInt64>.microseconds()
+        for tally in tallies { if let part = tally.finalLatency { merged.add(part) } }
+        return merged
+    }
+}
+
+extension Histogram where Count == UInt64 {
+    /// A histogram of microseconds from 1 µs to an hour, 3 significant digits:
+    /// the one every worker records into and every report merges.
+    static func microseconds() -> Self {
+        Histogram(lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000, numberOfSignificantValueDigits: .three)
+    }
 }

@@ -63,12 +63,9 @@ enum TimerFrame {
                 let result = object["result"] as? [String: Any]
                 return .reply(id: id, timerID: (result?["id"] as? NSNumber)?.intValue, error: nil)
             }
-            let error = object["error"] as? [String: Any]
-            return .reply(id: id, timerID: nil,
-                          error: "\(error?["code"] as? String ?? "?"): \(error?["message"] as? String ?? "")")
+            return .reply(id: id, timerID: nil, error: ServerFrame.describe(object["error"]))
         case "error":
-            let error = object["error"] as? [String: Any]
-            return .failure("error push: \(error?["code"] as? String ?? "?"): \(error?["message"] as? String ?? "")")
+            return .failure("error push: \(ServerFrame.describe(object["error"]))")
         case "bye":
             return .failure("server said bye: \(object["reason"] as? String ?? "?")")
         default:
@@ -76,14 +73,15 @@ enum TimerFrame {
         }
     }
 
-    /// The `"at":"…"` after the timers array, parsed with the protocol's ISO 8601 reader.
+    /// The `"at":"…"` after the timers array, read as milliseconds with the
+    /// protocol's ISO 8601 reader (its integer path for the server's form).
     private static func tickTime(_ body: UnsafeRawBufferPointer, from offset: Int) -> Double? {
         let rest = UnsafeRawBufferPointer(rebasing: body[offset...])
         guard let marker = WireBytes.find(atMarker, in: rest) else { return nil }
         let start = marker + atMarker.count
         guard let end = rest[start...].firstIndex(of: UInt8(ascii: "\"")) else { return nil }
         let text = String(decoding: rest[start..<end], as: UTF8.self)
-        return ISOTime.parse(text)?.timeIntervalSince1970
+        return ISOTime.parseMilliseconds(text).map { Double($0) / 1_000 }
     }
 
     /// Reads a flat object of integer fields starting at the `{` at `offset`

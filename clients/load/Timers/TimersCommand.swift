@@ -94,9 +94,7 @@ struct TimersCommand: ParsableCommand {
         directory.broadcast(.finish)
         if !threads.join(within: 10) { tallies[0].recordError("workers did not stop within 10 s") }
 
-        var lateness = Histogram<UInt64>(lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000,
-                                         numberOfSignificantValueDigits: .three)
-        for tally in tallies { if let part = tally.finalLatency { lateness.add(part) } }
+        let lateness = WorkerTally.mergedLatency(tallies)
         let total = TimersCounts.sum(tallies)
         let (ticks, updates, started, errors) = (total.ticks, total.updates, total.started, total.errors)
         let (missedTicks, duplicatedTicks) = (total.missedTicks, total.duplicatedTicks)

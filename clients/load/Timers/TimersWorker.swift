@@ -41,8 +41,7 @@ final class TimersWorker {
     private var starting = false
     /// When this worker began the start phase (`Loop.hrtime`).
     private var startOriginNs: UInt64 = 0
-    private var lateness = Histogram<UInt64>(lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000,
-                                             numberOfSignificantValueDigits: .three)
+    private var lateness = Histogram<UInt64>.microseconds()
     private let heartbeat: Timer
     /// Which fiftieth of the connections the next heartbeat tick pings.
     private var heartbeatSlot = 0
@@ -143,23 +142,32 @@ final class TimersWorker {
 
     // MARK: Viewers
 
+    /// Wires `connection`'s callbacks: every frame goes to `received`, which
+    /// says when the connection's setup handshake is complete; the open
+    /// queue hears once that it ended, on completion or on the first failure.
+    private func handshake(_ connection: LoadConnection, name: String,
+                           received: @escaping (UnsafeRawBufferPointer) -> Bool) {
+        var handshaking = true
+        let ended = { [unowned self] in
+            guard handshaking else { return }
+            handshaking = false
+            self.queue.finished()
+        }
+        connection.onFailure = { [unowned self] reason in
+            self.tally.recordError("\(name): \(reason)")
+            ended()
+        }
+        connection.onFrame = { body in
+            if received(body) { ended() }
+        }
+    }
+
     private func openViewer(list: Int, timers: Int) {
         let connection = LoadConnection(loop: loop)
         let viewer = Viewer(connection: connection, list: list, channel: "\(plan.channelPrefix)-\(list)", timerCount: timers)
         viewers.append(viewer)
-        var handshaking = true
-        connection.onFailure = { [unowned self] reason in
-            self.tally.recordError("viewer of \(viewer.channel): \(reason)")
-            if handshaking {
-                handshaking = false
-                self.queue.finished()
-            }
-        }
-        connection.onFrame = { [unowned self, unowned viewer] body in
-            if self.viewerReceived(body, viewer) && handshaking {
-                handshaking = false
-                self.queue.finished()
-            }
+        handshake(connection, name: "viewer of \(viewer.channel)") { [unowned self, unowned viewer] body in
+            self.viewerReceived(body, viewer)
         }
         connection.open(plan.address) { [unowned self] in
             self.send(.hello, self.hello("load-viewer-\(list)"), on: viewer, flush: false)
@@ -257,19 +265,8 @@ final class TimersWorker {
         let connection = LoadConnection(loop: loop)
         let watcher = Watcher(connection: connection, list: list, number: number)
         watchers.append(watcher)
-        var handshaking = true
-        connection.onFailure = { [unowned self] reason in
-            self.tally.recordError("watcher \(number) of list \(list): \(reason)")
-            if handshaking {
-                handshaking = false
-                self.queue.finished()
-            }
-        }
-        connection.onFrame = { [unowned self, unowned watcher] body in
-            if self.watcherReceived(body, watcher) && handshaking {
-                handshaking = false
-                self.queue.finished()
-            }
+        handshake(connection, name: "watcher \(number) of list \(list)") { [unowned self, unowned watcher] body in
+            self.watcherReceived(body, watcher)
         }
         connection.open(plan.address) { [unowned self] in connection.send(self.hello("load-watch-\(list)-\(number)")) }
     }

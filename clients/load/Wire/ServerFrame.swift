@@ -50,7 +50,8 @@ enum ServerFrame {
         }
     }
 
-    private static func describe(_ error: Any?) -> String {
+    /// `code: message` of an `error` object from a parsed frame.
+    static func describe(_ error: Any?) -> String {
         guard let error = error as? [String: Any] else { return "unknown error" }
         return "\(error["code"] as? String ?? "?"): \(error["message"] as? String ?? "")"
     }
