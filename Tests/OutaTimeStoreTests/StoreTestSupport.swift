@@ -75,6 +75,15 @@ extension StoreWrite {
         ])
     }
 
+    /// Appends the single event `seq` to `channel` without a state (as lap
+    /// stopwatches do between stored states).
+    static func stateless(_ channel: String, _ seq: Int64) -> StoreWrite {
+        .appendEvents(channel: channel, seq: seq, state: nil, events: [
+            EventRecord(channel: channel, seq: seq, event: "tested", data: #"{"n":\#(seq)}"#,
+                        at: "2024-01-01T00:00:00Z"),
+        ])
+    }
+
     /// Appends events `from...to` to `channel` in one write.
     static func events(_ channel: String, from: Int64, to: Int64) -> StoreWrite {
         .appendEvents(channel: channel, seq: to, state: #"{"v":\#(to)}"#, events: (from...to).map {

@@ -177,6 +177,53 @@ import Testing
         #expect(try store.history(channel: "laps/a", after: 65, limit: 2).map(\.seq) == [66, 67])
     }
 
+    @Test("an append without a state writes only the tail; every reader takes the seq from the log")
+    func seqBetweenFoldsComesFromTheLog() throws {
+        let temp = try TemporaryStore()
+        let store = temp.store
+        try store.apply([.createChannel(.fresh("laps/a")), .createChannel(.fresh("laps/b"))])
+        for seq in Int64(1)...5 { try store.apply([.stateless("laps/a", seq)], foldEvery: 100) }
+        func rowSeq() throws -> Int64? {
+            try store.pool.read { db in try Int64.fetchOne(db, sql: "SELECT seq FROM channels WHERE name = 'laps/a'") }
+        }
+        #expect(try rowSeq() == 0, "the channel row waits for the fold")
+        #expect(try store.channel(named: "laps/a")?.seq == 5)
+        #expect(try store.loadChannels().map(\.seq) == [5, 0])
+
+        // Without the seqs it remembers, the store asks the log (tail included).
+        store.knownSeqs.withLock { $0 = [:] }
+        #expect(throws: StoreError.seqMismatch(channel: "laps/a", expected: 4, stored: 5)) {
+            try store.apply([.stateless("laps/a", 5)], foldEvery: 100)
+        }
+        try store.apply([.stateless("laps/a", 6)], foldEvery: 100)
+
+        // A checkpoint stores the state as of the log's seq, not the row's.
+        try store.apply([.saveState(channel: "laps/a", state: #"{"v":6}"#)], foldEvery: 100)
+        #expect(try store.channel(named: "laps/a")
+                == ChannelRecord(name: "laps/a", kind: "laps", seq: 6, state: #"{"v":6}"#, stateSeq: 6))
+
+        // The fold brings the row up to date.
+        for seq in Int64(7)...10 { try store.apply([.stateless("laps/a", seq)], foldEvery: 5) }
+        #expect(try rowSeq() == 10)
+        #expect(try temp.reopen().channel(named: "laps/a")?.seq == 10)
+    }
+
+    @Test("a batch that fails leaves the remembered seqs as they were")
+    func aFailedBatchIsForgotten() throws {
+        let temp = try TemporaryStore()
+        let store = temp.store
+        try store.apply([.createChannel(.fresh("laps/a")), .createChannel(.fresh("laps/b")), .stateless("laps/a", 1)])
+        // laps/a would move to 2, but laps/b is at 0, not 4: nothing commits.
+        #expect(throws: StoreError.seqMismatch(channel: "laps/b", expected: 4, stored: 0)) {
+            try store.apply([.stateless("laps/a", 2), .stateless("laps/b", 5)])
+        }
+        #expect(throws: StoreError.seqMismatch(channel: "laps/a", expected: 2, stored: 1)) {
+            try store.apply([.stateless("laps/a", 3)])
+        }
+        try store.apply([.stateless("laps/a", 2), .stateless("laps/b", 1)])
+        #expect(try store.loadChannels().map(\.seq) == [2, 1])
+    }
+
     @Test("opening a store moves a left-over tail into the indexed log")
     func openingFoldsTheTail() throws {
         let temp = try TemporaryStore()

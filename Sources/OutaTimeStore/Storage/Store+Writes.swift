@@ -13,6 +13,12 @@ extension Store {
     /// commit from about 45 to about 10 (docs/BENCHMARKS.md). Readers see
     /// both tables as one log.
     ///
+    /// An append without a state writes the tail only: the channel's row
+    /// (its `seq`) catches up at the next fold, and the seq check that
+    /// refuses a gap or overlap runs against the seqs this store wrote last
+    /// (asked from the database once per channel). That took the seven
+    /// pages of the `channels` table out of almost every commit.
+    ///
     /// When `historyLimit` is given, every channel whose events are moved
     /// keeps only its newest `historyLimit` events in `events`, pruned in
     /// the same transaction. Seqs are consecutive, so that is a single range
@@ -21,8 +27,21 @@ extension Store {
     public func apply(_ writes: [StoreWrite], historyLimit: Int? = nil, foldEvery: Int = 1) throws {
         precondition(historyLimit.map { $0 >= 1 } ?? true, "historyLimit must be at least 1")
         precondition(foldEvery >= 1, "foldEvery must be at least 1")
-        try pool.write { db in
-            try Self.apply(writes, historyLimit: historyLimit, foldEvery: foldEvery, in: db)
+        // Holding the lock for the transaction costs nothing: GRDB serialises
+        // writes on one connection anyway. The seqs this batch writes are
+        // remembered only once its transaction committed.
+        try knownSeqs.withLock { known in
+            var written: [String: Int64] = [:]
+            try pool.write { db in
+                written = [:]
+                try Self.apply(writes, historyLimit: historyLimit, foldEvery: foldEvery, in: db) { channel in
+                    if let seq = written[channel] ?? known[channel] { return seq }
+                    return try Self.seq(of: channel, in: db)
+                } wrote: { channel, seq in
+                    written[channel] = seq
+                }
+            }
+            known.merge(written) { _, new in new }
         }
     }
 
@@ -40,7 +59,17 @@ extension Store {
         }
     }
 
-    static func apply(_ writes: [StoreWrite], historyLimit: Int?, foldEvery: Int = 1, in db: Database) throws {
+    /// Applies `writes` inside the caller's transaction.
+    ///
+    /// - Parameters:
+    ///   - currentSeq: the channel's seq before this write (the store's, or
+    ///     an earlier write's of the same batch); throws
+    ///     ``StoreError/unknownChannel(_:)`` for a channel never created.
+    ///   - wrote: told each channel's seq after its write.
+    static func apply(
+        _ writes: [StoreWrite], historyLimit: Int?, foldEvery: Int = 1, in db: Database,
+        currentSeq: (String) throws -> Int64, wrote: (String, Int64) -> Void
+    ) throws {
         let now = Date().formatted(.iso8601)
         var tailRows: (first: Int64, last: Int64)?
         for write in writes {
@@ -50,24 +79,23 @@ extension Store {
                     INSERT INTO channels (name, kind, seq, state, state_seq, created_at, updated_at)
                     VALUES (?, ?, ?, ?, ?, ?, ?)
                     """).execute(arguments: [record.name, record.kind, record.seq, record.state, record.stateSeq, now, now])
+                wrote(record.name, record.seq)
 
             case .appendEvents(let channel, let seq, let state, let events):
                 let previous = seq - Int64(events.count)
                 try validate(events, channel: channel, after: previous)
-                // The seq condition turns a lost or duplicated write into an
-                // error instead of a silent gap or overlap in the log.
+                // A lost or duplicated write becomes an error instead of a
+                // silent gap or overlap in the log.
+                let stored = try currentSeq(channel)
+                guard stored == previous else {
+                    throw StoreError.seqMismatch(channel: channel, expected: previous, stored: stored)
+                }
+                // The channel's row is written only with a state: its `seq`
+                // catches up at the next fold (see ``seq(of:in:)``).
                 if let state {
                     try db.cachedStatement(sql: """
-                        UPDATE channels SET seq = ?, state = ?, state_seq = ?, updated_at = ?
-                        WHERE name = ? AND seq = ?
-                        """).execute(arguments: [seq, state.text, seq, now, channel, previous])
-                } else {
-                    try db.cachedStatement(sql: """
-                        UPDATE channels SET seq = ?, updated_at = ? WHERE name = ? AND seq = ?
-                        """).execute(arguments: [seq, now, channel, previous])
-                }
-                if db.changesCount == 0 {
-                    try explainMissedUpdate(channel: channel, expectedSeq: previous, in: db)
+                        UPDATE channels SET seq = ?, state = ?, state_seq = ?, updated_at = ? WHERE name = ?
+                        """).execute(arguments: [seq, state.text, seq, now, channel])
                 }
                 let insert = try db.cachedStatement(sql: """
                     INSERT INTO event_tail (channel, seq, event, data, at) VALUES (?, ?, ?, ?, ?)
@@ -76,11 +104,12 @@ extension Store {
                     try insert.execute(arguments: [channel, event.seq, event.event, event.data.text, event.at])
                     tailRows = (tailRows?.first ?? db.lastInsertedRowID, db.lastInsertedRowID)
                 }
+                wrote(channel, seq)
 
             case .saveState(let channel, let state):
-                try db.cachedStatement(sql: "UPDATE channels SET state = ?, state_seq = seq, updated_at = ? WHERE name = ?")
-                    .execute(arguments: [state.text, now, channel])
-                if db.changesCount == 0 { throw StoreError.unknownChannel(channel) }
+                let seq = try currentSeq(channel)
+                try db.cachedStatement(sql: "UPDATE channels SET seq = ?, state = ?, state_seq = ?, updated_at = ? WHERE name = ?")
+                    .execute(arguments: [seq, state.text, seq, now, channel])
             }
         }
         // Row ids count up from 1 after each fold: fold when this batch's
@@ -90,8 +119,22 @@ extension Store {
         }
     }
 
-    /// Moves every tail row into `events` and prunes the channels they
-    /// belong to down to `historyLimit` events.
+    /// A channel's seq as stored: its row's `seq` (exact as of the last fold
+    /// or stored state) or its newest event in the tail, whichever is larger.
+    /// Scans the tail (at most `foldEvery` rows); the writer asks once per
+    /// channel and then remembers.
+    static func seq(of channel: String, in db: Database) throws -> Int64 {
+        guard let seq = try Int64.fetchOne(db, sql: """
+            SELECT MAX(seq, COALESCE((SELECT MAX(seq) FROM event_tail WHERE channel = ?1), 0))
+            FROM channels WHERE name = ?1
+            """, arguments: [channel])
+        else { throw StoreError.unknownChannel(channel) }
+        return seq
+    }
+
+    /// Moves every tail row into `events`, brings the `seq` of the channels
+    /// they belong to up to date and prunes those channels down to
+    /// `historyLimit` events.
     static func foldTail(historyLimit: Int?, in db: Database) throws {
         let newest = try Row.fetchAll(db, sql: "SELECT channel, MAX(seq) AS seq FROM event_tail GROUP BY channel")
         guard !newest.isEmpty else { return }
@@ -100,16 +143,20 @@ extension Store {
             SELECT channel, seq, event, data, at FROM event_tail ORDER BY channel, seq
             """)
         try db.execute(sql: "DELETE FROM event_tail")
-        guard let historyLimit else { return }
-        // Never the events after the stored state: loading needs them.
+        // The rows' seqs catch up with their logs (appends leave them alone),
+        // and each channel keeps its newest `historyLimit` events — never
+        // the events after its stored state: loading needs them.
+        let catchUp = try db.cachedStatement(sql: "UPDATE channels SET seq = ?, updated_at = ? WHERE name = ? AND seq < ?")
         let prune = try db.cachedStatement(sql: """
             DELETE FROM events WHERE channel = ? AND seq <= ?
             AND seq <= (SELECT state_seq FROM channels WHERE name = ?)
             """)
+        let now = Date().formatted(.iso8601)
         for row in newest {
             let channel: String = row["channel"]
             let seq: Int64 = row["seq"]
-            if seq > Int64(historyLimit) {
+            try catchUp.execute(arguments: [seq, now, channel, seq])
+            if let historyLimit, seq > Int64(historyLimit) {
                 try prune.execute(arguments: [channel, seq - Int64(historyLimit), channel])
             }
         }
@@ -130,13 +177,5 @@ extension Store {
                     reason: "event seq \(event.seq) at position \(offset), expected \(previous + 1 + Int64(offset))")
             }
         }
-    }
-
-    /// Runs only on the error path, so the common append costs one UPDATE.
-    private static func explainMissedUpdate(channel: String, expectedSeq: Int64, in db: Database) throws -> Never {
-        if let stored = try Int64.fetchOne(db, sql: "SELECT seq FROM channels WHERE name = ?", arguments: [channel]) {
-            throw StoreError.seqMismatch(channel: channel, expected: expectedSeq, stored: stored)
-        }
-        throw StoreError.unknownChannel(channel)
     }
 }

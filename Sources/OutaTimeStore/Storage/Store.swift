@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Synchronization
 
 /// The server's SQLite database: channels with their latest state, and each
 /// channel's log of durable events.
@@ -15,6 +16,9 @@ public final class Store: Sendable {
     public let path: String
     /// Internal so tests can inspect pragmas and tables with `@testable`.
     let pool: DatabasePool
+    /// Each channel's seq as of the last committed write through this store,
+    /// for the seq check of appends (see ``apply(_:historyLimit:foldEvery:)``).
+    let knownSeqs = Mutex<[String: Int64]>([:])
 
     /// Opens (creating if needed) the database at `path`, creating its parent
     /// folder, and migrates it to the current schema.
@@ -27,7 +31,7 @@ public final class Store: Sendable {
         configuration.label = "OutaTimeStore"
         // GRDB enables foreign keys by default; said again for the events ->
         // channels reference (new events reach `events` through the tail, whose
-        // rows are written only after their channel's seq UPDATE matched).
+        // rows are written only after their channel's seq check passed).
         configuration.foreignKeysEnabled = true
         configuration.prepareDatabase { db in
             // An acknowledged command must survive SIGKILL or power loss. In WAL
@@ -55,8 +59,13 @@ public final class Store: Sendable {
     /// Every channel, ordered by name. The server loads these at start-up.
     public func loadChannels() throws -> [ChannelRecord] {
         try pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT name, kind, seq, state, state_seq FROM channels ORDER BY name")
-                .map(Self.channel(from:))
+            // A row's seq is exact as of the last fold; newer events wait in
+            // the tail (empty right after opening).
+            try Row.fetchAll(db, sql: """
+                SELECT name, kind, MAX(c.seq, COALESCE(t.seq, 0)) AS seq, state, state_seq
+                FROM channels c LEFT JOIN (SELECT channel, MAX(seq) AS seq FROM event_tail GROUP BY channel) t
+                ON t.channel = c.name ORDER BY name
+                """).map(Self.channel(from:))
         }
     }
 
@@ -64,7 +73,10 @@ public final class Store: Sendable {
     public func channel(named name: String) throws -> ChannelRecord? {
         try pool.read { db in
             try Row.fetchOne(
-                db, sql: "SELECT name, kind, seq, state, state_seq FROM channels WHERE name = ?",
+                db, sql: """
+                    SELECT name, kind, MAX(seq, COALESCE((SELECT MAX(seq) FROM event_tail WHERE channel = ?1), 0)) AS seq,
+                    state, state_seq FROM channels WHERE name = ?1
+                    """,
                 arguments: [name]
             ).map(Self.channel(from:))
         }

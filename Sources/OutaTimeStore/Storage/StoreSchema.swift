@@ -43,8 +43,8 @@ enum StoreSchema {
             // New events are appended here (row ids only grow, so a batch
             // fills the last page) and moved into `events` in bulk; see
             // Store.apply(_:historyLimit:foldEvery:). Readers union both.
-            // No foreign key: a row is written only after the UPDATE of its
-            // channel's seq matched in the same transaction, and without one
+            // No foreign key: a row is written only after its channel's seq
+            // was checked (Store.apply), and without one
             // emptying the tail at each fold is a truncation (a third of the
             // time it took with the key).
             try db.execute(sql: """
