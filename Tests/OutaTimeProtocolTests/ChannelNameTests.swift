@@ -31,6 +31,7 @@ struct ChannelNameTests {
         "delorean//",
         "delorean/é",
         "delorean/main\n",
+        "delorean/\u{301}main",  // a combining mark right after the slash
         "foo/a b",  // the name is checked before the kind
     ])
     func invalid(text: String) {
@@ -57,7 +58,7 @@ struct ChannelNameTests {
         }
     }
 
-    @Test("unknown kinds are unknown_kind, listing the kinds", arguments: ["foo/bar", "Delorean/x", "/x"])
+    @Test("unknown kinds are unknown_kind, listing the kinds", arguments: ["foo/bar", "Delorean/x", "/x", "lap/x", "lapss/x", "lâps/x", "time\u{301}rs/x"])
     func unknownKind(text: String) {
         #expect {
             try ChannelName.parse(text)

@@ -15,7 +15,15 @@ public struct MessageEncoder: Sendable {
     /// - Throws: `EncodingError` if the message cannot be represented in
     ///   JSON (for example a `.double(.nan)` inside a `JSONValue`).
     public func body<T: Encodable>(_ message: T) throws -> Data {
-        Data(try encoder.encode(message))
+        try encoder.withEncoded(message) { Data($0) }
+    }
+
+    /// Encodes `message` as JSON text (what the store keeps), without a
+    /// `Data` or array in between.
+    ///
+    /// - Throws: `EncodingError` if the message cannot be represented in JSON.
+    public func text<T: Encodable>(_ message: T) throws -> String {
+        try encoder.withEncoded(message) { String(decoding: $0, as: UTF8.self) }
     }
 
     /// Encodes `message` into a ready-to-send frame (header plus body), to
@@ -23,6 +31,6 @@ public struct MessageEncoder: Sendable {
     ///
     /// - Throws: `EncodingError` if the message cannot be represented in JSON.
     public func frame<T: Encodable>(_ message: T) throws -> Frame {
-        Frame(body: try encoder.encode(message))
+        try encoder.withEncoded(message) { Frame(body: $0) }
     }
 }

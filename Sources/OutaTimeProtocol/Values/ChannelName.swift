@@ -37,24 +37,36 @@ public struct ChannelName: Sendable, Hashable, CustomStringConvertible, Comparab
     ///   the rule (a second `/` does); `unknown_kind` when the kind is not
     ///   one of ``ChannelKind`` (case-sensitive).
     public static func parse(_ text: String) throws(ProtocolError) -> ChannelName {
-        guard let slash = text.firstIndex(of: "/") else {
+        // On the UTF-8 bytes, without a String per part: this runs for every
+        // request that names a channel (a Character search and two
+        // substrings were 4,600 instructions per command under callgrind).
+        var text = text
+        let split: (slash: Int, kind: ChannelKind?, validName: Bool)? = text.withUTF8 { bytes in
+            guard let slash = bytes.firstIndex(of: UInt8(ascii: "/")) else { return nil }
+            let kindBytes = UnsafeBufferPointer(rebasing: bytes[..<slash])
+            let kind = ChannelKind.allCases.first { kind in
+                kind.rawValue.utf8.count == kindBytes.count && kind.rawValue.utf8.elementsEqual(kindBytes)
+            }
+            return (slash, kind, isValidName(UnsafeBufferPointer(rebasing: bytes[(slash + 1)...])))
+        }
+        guard let split else {
             throw ProtocolError(
                 .invalidChannel,
                 "channel \(quoted(text)) must be '<kind>/<name>' (like 'delorean/main'), with a name of \(nameRule)"
             )
         }
-        let kindText = String(text[..<slash])
-        let name = String(text[text.index(after: slash)...])
-        guard isValidName(name) else {
+        let slash = text.utf8.index(text.utf8.startIndex, offsetBy: split.slash)
+        let name = String(text[text.utf8.index(after: slash)...])
+        guard split.validName else {
             throw ProtocolError(
                 .invalidChannel,
                 "channel \(quoted(text)) has an invalid name \(quoted(name)): a name is \(nameRule)"
             )
         }
-        guard let kind = ChannelKind(rawValue: kindText) else {
+        guard let kind = split.kind else {
             throw ProtocolError(
                 .unknownKind,
-                "channel \(quoted(text)) has unknown kind \(quoted(kindText)); kinds are \(ChannelKind.allowedList)"
+                "channel \(quoted(text)) has unknown kind \(quoted(String(text[..<slash]))); kinds are \(ChannelKind.allowedList)"
             )
         }
         return ChannelName(validKind: kind, name: name, description: text)
@@ -71,7 +83,11 @@ public struct ChannelName: Sendable, Hashable, CustomStringConvertible, Comparab
     /// Whether `name` is 1–64 characters from `[A-Za-z0-9._-]`. Works on
     /// UTF-8 bytes: every allowed character is one ASCII byte.
     public static func isValidName(_ name: String) -> Bool {
-        let bytes = name.utf8
+        var name = name
+        return name.withUTF8 { isValidName($0) }
+    }
+
+    private static func isValidName(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         guard (1...maxNameLength).contains(bytes.count) else { return false }
         return bytes.allSatisfy { byte in
             switch byte {

@@ -122,13 +122,15 @@ struct JSONReader {
     private mutating func readObject() throws(JSONReadError) -> JSONValue {
         try enter()
         index += 1  // {
-        var members: [String: JSONValue] = [:]
         skipWhitespace()
         if current == UInt8(ascii: "}") {
             index += 1
             depth -= 1
-            return .object(members)
+            return .object([:])
         }
+        // Room for a request's members (type, id, channel, action, args)
+        // from the start: growing 1 → 3 → 6 rehashed every key each time.
+        var members = [String: JSONValue](minimumCapacity: 6)
         while true {
             guard current == UInt8(ascii: "\"") else { throw fail("expected a string key") }
             let key = try readString()

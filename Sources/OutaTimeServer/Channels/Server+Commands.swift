@@ -176,7 +176,7 @@ extension Server {
     /// An event's data for the store, encoded on the writer thread.
     static func storedText(_ value: JSONValue) -> JSONText {
         JSONText(deferred: {
-            (try? String(decoding: MessageEncoder().body(value), as: UTF8.self)) ?? "null"
+            (try? MessageEncoder().text(value)) ?? "null"
         })
     }
 }
