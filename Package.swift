@@ -28,7 +28,11 @@ let package = Package(
         .target(name: "OutaTimeDomain", dependencies: ["OutaTimeProtocol"]),
         .target(
             name: "OutaTimeStore",
-            dependencies: [.product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: [
+                .product(name: "GRDB", package: "GRDB.swift"),
+                // The SQLite C API, for the one statement bound by hand (Store+Writes.swift).
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ]
         ),
         .target(
             name: "OutaTimeServer",

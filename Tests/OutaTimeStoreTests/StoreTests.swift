@@ -208,6 +208,29 @@ import Testing
         #expect(try temp.reopen().channel(named: "laps/a")?.seq == 10)
     }
 
+    @Test("a batch of more rows than one INSERT takes lands whole and in order, and counts toward the fold")
+    func largeBatchesAreSplitAcrossInserts() throws {
+        let temp = try TemporaryStore()
+        let store = temp.store
+        let channels = ["laps/a", "laps/b", "laps/c"]
+        try store.apply(channels.map { .createChannel(.fresh($0)) })
+        let perChannel = Int64(Store.tailRowsPerInsert)  // 3 × 32 rows: inserts of 32, 32, 32
+        try store.apply(channels.map { .events($0, from: 1, to: perChannel) }, foldEvery: 1_000)
+        for channel in channels {
+            let events = try store.history(channel: channel, after: 0, limit: 1_000)
+            #expect(events.map(\.seq) == Array(1...perChannel))
+            #expect(events.last?.data == #"{"n":\#(perChannel)}"#)
+        }
+        func tailCount() throws -> Int? {
+            try store.pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM event_tail") }
+        }
+        #expect(try tailCount() == 3 * Int(perChannel))
+        // Rows 97…196 pass 100: this batch folds (row ids continue across inserts).
+        try store.apply([.events("laps/a", from: perChannel + 1, to: perChannel + 100)], foldEvery: 100)
+        #expect(try tailCount() == 0)
+        #expect(try store.history(channel: "laps/a", after: 0, limit: 1_000).map(\.seq) == Array(1...(perChannel + 100)))
+    }
+
     @Test("a batch that fails leaves the remembered seqs as they were")
     func aFailedBatchIsForgotten() throws {
         let temp = try TemporaryStore()
