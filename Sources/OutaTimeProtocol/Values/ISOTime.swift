@@ -107,33 +107,40 @@ enum CivilTime {
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let secondOfDay = Int(seconds - days * 86_400)
         let (year, month, day) = date(days: days)
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(24)
-        func append(_ value: Int, digits: Int) {
-            var divisor = 1
-            for _ in 1..<digits { divisor *= 10 }
-            while divisor > 0 {
-                bytes.append(UInt8(ascii: "0") + UInt8(value / divisor % 10))
-                divisor /= 10
+        // Written straight into the string's storage: this runs for every
+        // event's `at` and every lap moment.
+        return String(unsafeUninitializedCapacity: 24) { bytes in
+            var count = 0
+            func append(_ byte: UInt8) {
+                bytes[count] = byte
+                count += 1
             }
+            func append(_ value: Int, digits: Int) {
+                var divisor = 1
+                for _ in 1..<digits { divisor *= 10 }
+                while divisor > 0 {
+                    append(UInt8(ascii: "0") + UInt8(value / divisor % 10))
+                    divisor /= 10
+                }
+            }
+            append(year, digits: 4)
+            append(UInt8(ascii: "-"))
+            append(month, digits: 2)
+            append(UInt8(ascii: "-"))
+            append(day, digits: 2)
+            append(UInt8(ascii: "T"))
+            append(secondOfDay / 3_600, digits: 2)
+            append(UInt8(ascii: ":"))
+            append(secondOfDay / 60 % 60, digits: 2)
+            append(UInt8(ascii: ":"))
+            append(secondOfDay % 60, digits: 2)
+            if let milliseconds {
+                append(UInt8(ascii: "."))
+                append(milliseconds, digits: 3)
+            }
+            append(UInt8(ascii: "Z"))
+            return count
         }
-        append(year, digits: 4)
-        bytes.append(UInt8(ascii: "-"))
-        append(month, digits: 2)
-        bytes.append(UInt8(ascii: "-"))
-        append(day, digits: 2)
-        bytes.append(UInt8(ascii: "T"))
-        append(secondOfDay / 3_600, digits: 2)
-        bytes.append(UInt8(ascii: ":"))
-        append(secondOfDay / 60 % 60, digits: 2)
-        bytes.append(UInt8(ascii: ":"))
-        append(secondOfDay % 60, digits: 2)
-        if let milliseconds {
-            bytes.append(UInt8(ascii: "."))
-            append(milliseconds, digits: 3)
-        }
-        bytes.append(UInt8(ascii: "Z"))
-        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Reads exactly `yyyy-MM-ddTHH:mm:ssZ` or `yyyy-MM-ddTHH:mm:ss.SSSZ`
