@@ -70,6 +70,12 @@ import Testing
         }
         // The writer keeps the busy channels' log pages cached (folds, prunes).
         #expect(try pragma("cache_size", write: true) == "-\(Store.writerCacheKiB)")
+
+        // A fold commits without a sync, and the writer is back to FULL after it.
+        try temp.store.apply([.createChannel(.fresh("laps/a")), .event("laps/a", 1)], foldEvery: 100)
+        try temp.store.foldTail(historyLimit: 10)
+        #expect(try pragma("synchronous", write: true) == "2", "FULL again after a fold")
+        #expect(try temp.store.history(channel: "laps/a", after: 0, limit: 10).map(\.seq) == [1])
     }
 
     @Test func createsTheParentFolder() throws {

@@ -105,6 +105,26 @@ private final class WriterBox: @unchecked Sendable {
         #expect(try store.history(channel: "laps/a", after: 0, limit: 100).map(\.seq) == [8, 9, 10])
     }
 
+    @Test("the writer folds after reporting the group that made a fold due")
+    func writerFoldsAfterReporting() throws {
+        let temp = try TemporaryStore()
+        let store = temp.store
+        let log = CommitLog()
+        let writer = StoreWriter(store: store, historyLimit: 3, foldEvery: 4, startsPaused: true, onCommit: log.sink)
+        writer.submit([.createChannel(.fresh("laps/a"))], ticket: 0)
+        for seq in Int64(1)...5 {
+            writer.submit([.event("laps/a", seq)], ticket: UInt64(seq))
+        }
+        writer.resume()
+        writer.close()
+        #expect(log.all.count == 6 && log.all.allSatisfy(\.succeeded))
+        #expect(writer.stats.folds == 1 && writer.stats.foldsFailed == 0)
+        // Rows 1...5 passed 4: folded and pruned to 3 (the tail is empty again).
+        #expect(try store.history(channel: "laps/a", after: 0, limit: 100).map(\.seq) == [3, 4, 5])
+        let tail = try store.pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM event_tail") }
+        #expect(tail == 0)
+    }
+
     @Test func resumeLetsAPausedWriterCommit() throws {
         let temp = try TemporaryStore()
         let store = temp.store

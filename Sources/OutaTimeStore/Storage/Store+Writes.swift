@@ -25,17 +25,26 @@ extension Store {
     /// the same transaction. Seqs are consecutive, so that is a single range
     /// delete on the primary key per channel. Between folds a channel holds
     /// up to `foldEvery` events more than the limit.
-    public func apply(_ writes: [StoreWrite], historyLimit: Int? = nil, foldEvery: Int = 1) throws {
+    ///
+    /// With `foldLater`, a fold that is due is not made here: the result
+    /// says so, and the caller runs ``foldTail(historyLimit:)`` once it has
+    /// reported the commit (the group commit writer does).
+    ///
+    /// - Returns: whether a fold is due and was left to the caller.
+    @discardableResult
+    public func apply(_ writes: [StoreWrite], historyLimit: Int? = nil, foldEvery: Int = 1,
+                      foldLater: Bool = false) throws -> Bool {
         precondition(historyLimit.map { $0 >= 1 } ?? true, "historyLimit must be at least 1")
         precondition(foldEvery >= 1, "foldEvery must be at least 1")
         // Holding the lock for the transaction costs nothing: GRDB serialises
         // writes on one connection anyway. The seqs this batch writes are
         // remembered only once its transaction committed.
-        try knownSeqs.withLock { known in
+        return try knownSeqs.withLock { known in
             var written: [String: Int64] = [:]
+            var foldDue = false
             try pool.write { db in
                 written = [:]
-                try Self.apply(writes, historyLimit: historyLimit, foldEvery: foldEvery, in: db) { channel in
+                foldDue = try Self.apply(writes, historyLimit: historyLimit, foldEvery: foldEvery, foldLater: foldLater, in: db) { channel in
                     if let seq = written[channel] ?? known[channel] { return seq }
                     return try Self.seq(of: channel, in: db)
                 } wrote: { channel, seq in
@@ -43,6 +52,27 @@ extension Store {
                 }
             }
             known.merge(written) { _, new in new }
+            return foldDue
+        }
+    }
+
+    /// Moves the tail into the indexed log and prunes (see
+    /// ``apply(_:historyLimit:foldEvery:foldLater:)``) in a transaction of
+    /// its own, committed without an fsync.
+    ///
+    /// Why no fsync is safe: a fold changes where events are kept, not which
+    /// ones, and it is atomic. Lost in a crash, it is rolled back whole (the
+    /// events are still in the tail) and made again; the next durable commit
+    /// syncs the log file, fold included. Why: a fold writes a few hundred
+    /// pages, and its sync made the commands waiting behind it wait tens of
+    /// milliseconds more.
+    public func foldTail(historyLimit: Int?) throws {
+        precondition(historyLimit.map { $0 >= 1 } ?? true, "historyLimit must be at least 1")
+        try pool.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            let folded = Result { try db.inTransaction { try Self.foldTail(historyLimit: historyLimit, in: db); return .commit } }
+            try db.execute(sql: Self.durableSync)
+            try folded.get()
         }
     }
 
@@ -68,9 +98,9 @@ extension Store {
     ///     ``StoreError/unknownChannel(_:)`` for a channel never created.
     ///   - wrote: told each channel's seq after its write.
     static func apply(
-        _ writes: [StoreWrite], historyLimit: Int?, foldEvery: Int = 1, in db: Database,
+        _ writes: [StoreWrite], historyLimit: Int?, foldEvery: Int = 1, foldLater: Bool = false, in db: Database,
         currentSeq: (String) throws -> Int64, wrote: (String, Int64) -> Void
-    ) throws {
+    ) throws -> Bool {
         let now = Date().formatted(.iso8601)
         var tail: [EventRecord] = []
         for write in writes {
@@ -109,10 +139,11 @@ extension Store {
         }
         // Row ids count up from 1 after each fold: fold when this batch's
         // rows passed a multiple of `foldEvery`.
-        if let tailRows = try appendToTail(tail, in: db),
-           tailRows.last / Int64(foldEvery) > (tailRows.first - 1) / Int64(foldEvery) {
-            try foldTail(historyLimit: historyLimit, in: db)
-        }
+        guard let tailRows = try appendToTail(tail, in: db),
+              tailRows.last / Int64(foldEvery) > (tailRows.first - 1) / Int64(foldEvery) else { return false }
+        if foldLater { return true }
+        try foldTail(historyLimit: historyLimit, in: db)
+        return false
     }
 
     /// Rows per INSERT into the tail: one statement for many rows, because

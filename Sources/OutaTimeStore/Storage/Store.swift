@@ -121,7 +121,7 @@ public final class Store: Sendable {
         try pool.close()
     }
 
-    private static let durableSync = "PRAGMA synchronous = FULL"
+    static let durableSync = "PRAGMA synchronous = FULL"
 
     /// The writer connection's page cache, in KiB.
     static let writerCacheKiB = 32 * 1024

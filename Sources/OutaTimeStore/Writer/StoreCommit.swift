@@ -35,6 +35,10 @@ public struct WriterStats: Sendable, Equatable {
     public var writesRejected = 0
     /// The most submissions ever taken in one group.
     public var largestBatch = 0
+    /// Times the tail was moved into the indexed log after a group.
+    public var folds = 0
+    /// Folds that failed (made again at the next one due).
+    public var foldsFailed = 0
 
     /// All counters zero.
     public init() {}

@@ -102,7 +102,19 @@ private struct WriterLoop: Sendable {
 
     func run() {
         while let batch = inbox.next() {
-            onCommit(commit(batch))
+            let (commits, foldDue) = commit(batch)
+            onCommit(commits)
+            // After reporting: the commands of this group are answered
+            // without waiting for the fold. A failed fold is made again at
+            // the next one due; until then the tail just grows.
+            if foldDue {
+                do {
+                    try store.foldTail(historyLimit: historyLimit)
+                    inbox.recordFold(failed: false)
+                } catch {
+                    inbox.recordFold(failed: true)
+                }
+            }
         }
         inbox.markFinished()
     }
@@ -110,21 +122,24 @@ private struct WriterLoop: Sendable {
     /// One transaction for the whole group; if it fails, each submission is
     /// retried in a transaction of its own so that one bad write (a bug, a
     /// constraint) fails only its own ticket.
-    private func commit(_ batch: [Submission]) -> [StoreCommit] {
+    private func commit(_ batch: [Submission]) -> (commits: [StoreCommit], foldDue: Bool) {
         let size = batch.count
         do {
-            try store.apply(batch.flatMap(\.writes), historyLimit: historyLimit, foldEvery: foldEvery)
+            let foldDue = try store.apply(batch.flatMap(\.writes), historyLimit: historyLimit,
+                                          foldEvery: foldEvery, foldLater: true)
             inbox.record(batchSize: size, committed: size, failed: 0, fellBack: false)
-            return batch.map { StoreCommit(ticket: $0.ticket, error: nil, batchSize: size) }
+            return (batch.map { StoreCommit(ticket: $0.ticket, error: nil, batchSize: size) }, foldDue)
         } catch {
             if size == 1 {
                 inbox.record(batchSize: 1, committed: 0, failed: 1, fellBack: false)
-                return [StoreCommit(ticket: batch[0].ticket, error: "\(error)", batchSize: 1)]
+                return ([StoreCommit(ticket: batch[0].ticket, error: "\(error)", batchSize: 1)], false)
             }
         }
+        var foldDue = false
         let commits = batch.map { submission in
             do {
-                try store.apply(submission.writes, historyLimit: historyLimit, foldEvery: foldEvery)
+                foldDue = try store.apply(submission.writes, historyLimit: historyLimit,
+                                          foldEvery: foldEvery, foldLater: true) || foldDue
                 return StoreCommit(ticket: submission.ticket, error: nil, batchSize: size)
             } catch {
                 return StoreCommit(ticket: submission.ticket, error: "\(error)", batchSize: size)
@@ -132,6 +147,6 @@ private struct WriterLoop: Sendable {
         }
         let failed = commits.filter { !$0.succeeded }.count
         inbox.record(batchSize: size, committed: size - failed, failed: failed, fellBack: true)
-        return commits
+        return (commits, foldDue)
     }
 }

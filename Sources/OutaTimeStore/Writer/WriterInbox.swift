@@ -68,6 +68,13 @@ final class WriterInbox: @unchecked Sendable {
         }
     }
 
+    /// Counts a fold made after a group (see ``StoreWriter``).
+    func recordFold(failed: Bool) {
+        condition.withLock {
+            if failed { counters.foldsFailed += 1 } else { counters.folds += 1 }
+        }
+    }
+
     func resume() {
         condition.withLock {
             paused = false

@@ -64,7 +64,10 @@ struct WatchTmuxTests {
             try #require(arrived, "screen:\n\(last)\nspeeds seen: \(samples)")
             #expect(samples.count >= 3, "speeds seen while accelerating: \(samples)")
             #expect(samples == samples.sorted(), "speeds only climb: \(samples)")
-            #expect(samples.allSatisfy { (1...88).contains($0) }, "speeds: \(samples)")
+            // 0 mph is accelerating too until the first tick (acceleration_started
+            // leaves the kerb at 0): a slow screen capture may catch it first.
+            #expect(samples.allSatisfy { (0...88).contains($0) }, "speeds: \(samples)")
+            #expect(samples.dropFirst().allSatisfy { $0 >= 1 }, "only the first sample may be 0: \(samples)")
             #expect(Self.field(last, "LAST TIME DEPARTED") == oldPresent, "screen:\n\(last)")
             #expect(Self.speed(last)?.mph == 0, "screen:\n\(last)")
             #expect(Self.speed(last)?.status == "parked", "screen:\n\(last)")
