@@ -24,11 +24,11 @@ SERVER_BIN := .build/debug/outatime-server
 
 .DEFAULT_GOAL := help
 
-.PHONY: help deps build run test test-python release bench-peers clean
+.PHONY: help deps build run test test-python release bench-peers bench-commands clean
 
 help: ## List the targets
 	@echo "OutaTime — make targets:"
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-15s %s\n", $$1, $$2}'
 	@echo
 	@echo "Variables: SWIFT=$(SWIFT) HOST=$(HOST) PORT=$(PORT) DB=$(DB)"
 	@echo "           ARGS='extra server flags', e.g. make run ARGS='--log-level debug'"
@@ -73,6 +73,9 @@ release: deps ## Build an optimised server (.build/release/outatime-server)
 bench-peers: release ## Neutral-harness comparison with Redis/NATS (docs/BENCHMARKS.md; needs ../shared/bench)
 	$(MAKE) -C ../shared/bench
 	docs/bench/peers.sh
+
+bench-commands: release ## Durable commands, 50 clients, interleaved with Redis appendfsync always (docs/BENCHMARKS.md)
+	docs/bench/commands.sh
 
 clean: ## Remove build products (keeps ./data)
 	rm -rf .build

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Durable commands against their peer, interleaved: Redis with
+# `appendfsync always` under `redis-benchmark -c 50 -t set`, then OutaTime
+# under `outatime-load commands --clients 50`, RUNS times (default 3), each
+# on a fresh server and data folder. Prints one line per round.
+#
+#   docs/bench/commands.sh [RESULTS_DIR]        (make bench-commands)
+#
+# Needs: .build/release/outatime-server and outatime-load (make release);
+# redis-server and redis-benchmark (Debian package redis-server) for the
+# peer, skipped when missing. The VM this project runs on changes speed
+# during the day: compare OutaTime with the Redis figure of the same round.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${1:-/tmp/outatime-commands-$(date +%Y%m%d-%H%M%S)}
+RUNS=${RUNS:-3}
+DURATION=${DURATION:-10}
+SERVER=.build/release/outatime-server
+LOAD=.build/release/outatime-load
+mkdir -p "$OUT"
+for tool in "$SERVER" "$LOAD"; do
+  [[ -x $tool ]] || { echo "missing $tool (make release)" >&2; exit 64; }
+done
+
+redis_round() {  # prints the SET/s of one redis-benchmark run, or "-"
+  if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null; then
+    echo "-"
+    return
+  fi
+  local dir=$OUT/redis-aof
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  redis-server --port 16380 --bind 127.0.0.1 --save '' --appendonly yes --appendfsync always \
+    --dir "$dir" >/dev/null &
+  local pid=$!
+  sleep 1.5
+  redis-benchmark -p 16380 -c 50 -n 300000 -t set -q 2>/dev/null | tr '\r' '\n' \
+    | awk '/requests per second/ { print $2 }' | tail -1
+  kill -TERM $pid
+  wait $pid || true
+}
+
+outatime_round() {  # FILE: one outatime-load commands run on a fresh server
+  rm -f "$OUT/commands.sqlite"*
+  "$SERVER" --port 19001 --db "$OUT/commands.sqlite" --log-level warning >/dev/null &
+  local pid=$!
+  sleep 1
+  "$LOAD" commands --port 19001 --clients 50 --duration "$DURATION" --json 2>/dev/null > "$1" || true
+  kill -TERM $pid
+  wait $pid || true
+}
+
+for round in $(seq "$RUNS"); do
+  redis=$(redis_round)
+  outatime_round "$OUT/commands-$round.json"
+  python3 - "$OUT/commands-$round.json" "$redis" <<'PY'
+import json, sys, time
+result = json.load(open(sys.argv[1]))
+latency = result["latency"]
+ms = lambda key: f"{latency[key] / 1000:.1f} ms"
+print(f"{time.strftime('%H:%M:%S')}  outatime {result['commands_per_s']:,}/s  "
+      f"p50 {ms('p50_us')}  p99 {ms('p99_us')}  p99.9 {ms('p99_9_us')}  max {ms('max_us')}  "
+      f"{result['events_per_batch']} events/commit  errors {result['errors']}  |  "
+      f"redis appendfsync always {sys.argv[2]} SET/s")
+PY
+done
+echo "results in $OUT"
