@@ -25,7 +25,8 @@ final class Server {
     let clock: MonotonicClock
     var phase = Phase.starting
 
-    let encoder = MessageEncoder()
+    /// Encodes every reply and push (loop thread only).
+    let encoder = ReusableMessageEncoder()
     var counters = ServerCounters()
     let startedAt = Date()
     let bootID: String

@@ -189,3 +189,36 @@ struct JSONWritableTests {
         try expectSameJSONBothWays(ReplyOK(id: .int(3), result: [ReplyOK(id: .int(4), result: data)]))
     }
 }
+
+@Suite("ReusableMessageEncoder")
+struct ReusableMessageEncoderTests {
+    private func bytes(_ frame: Frame) -> [UInt8] { frame.withUnsafeBytes { Array($0) } }
+
+    @Test("one encoder frames a run of messages of every size exactly as a fresh MessageEncoder each")
+    func sameFramesAsAFreshEncoder() throws {
+        let reusable = ReusableMessageEncoder()
+        var generator = SeededGenerator(seed: 11)
+        // Small and large values alternate: a 200 KiB one grows the buffer
+        // past what is kept, and the next small one must not see its bytes.
+        let huge = JSONValue.string(String(repeating: "x", count: 200 * 1024))
+        let values: [JSONValue] = (0..<40).map { index in
+            index % 10 == 5 ? .array([huge]) : JSONValue.random(depth: 3, using: &generator)
+        }
+        for value in values {
+            let message = ReplyOK(id: .int(7), result: value)
+            #expect(bytes(try reusable.frame(message)) == bytes(try MessageEncoder().frame(message)))
+        }
+    }
+
+    @Test("a message that fails to encode leaves the encoder usable")
+    func failureThenSuccess() throws {
+        let reusable = ReusableMessageEncoder()
+        #expect(throws: EncodingError.self) {
+            try reusable.frame(ReplyOK(id: .int(1), result: JSONValue.object(["a": .array([.int(1), .double(.nan)])])))
+        }
+        let message = ReplyOK(id: .int(2), result: JSONValue.object(["b": .int(2)]))
+        let frame = try reusable.frame(message)
+        #expect(Array(bytes(frame).dropFirst(Frame.headerSize))
+                == Array(#"{"type":"reply","id":2,"ok":true,"result":{"b":2}}"#.utf8))
+    }
+}

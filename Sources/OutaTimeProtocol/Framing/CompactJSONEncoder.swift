@@ -78,6 +78,16 @@ struct JSONOutputBuffer {
         self.capacity = capacity
     }
 
+    /// Forgets the bytes written; keeps the memory unless it grew past
+    /// `limit` bytes (one huge message must not pin its buffer for good).
+    mutating func removeAll(keepingCapacityUpTo limit: Int) {
+        count = 0
+        guard capacity > limit else { return }
+        base.deallocate()
+        capacity = 256
+        base = .allocate(capacity: capacity)
+    }
+
     /// Frees the memory; the buffer must not be used afterwards.
     func deallocate() { base.deallocate() }
 
@@ -156,6 +166,12 @@ final class JSONByteWriter {
     init() {
         state = .allocate(capacity: 1)
         state.initialize(to: State())
+    }
+
+    /// Makes the writer ready for the next value, keeping its memory.
+    func reset() {
+        state.pointee.bytes.removeAll(keepingCapacityUpTo: 64 * 1024)
+        state.pointee.open.removeAll(keepingCapacity: true)
     }
 
     deinit {

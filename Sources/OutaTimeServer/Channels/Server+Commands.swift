@@ -53,13 +53,13 @@ extension Server {
                 then: ((ProtocolError?) -> Void)? = nil) {
         let key = channel.key
         let at = ISOTime.format(time)
+        let firstSeq = channel.seq + 1
         var records: [EventRecord] = []
-        var pushes: [EventPush] = []
+        records.reserveCapacity(events.count)
         for event in events {
             channel.seq += 1
             records.append(EventRecord(channel: key, seq: channel.seq, event: event.name,
                                        data: Self.storedText(event.data), at: at))
-            pushes.append(EventPush(channel: key, seq: channel.seq, event: event.name, data: event.data, at: at))
         }
         channel.uncommittedBatches += 1
         var stateText: JSONText?
@@ -76,7 +76,14 @@ extension Server {
                 then?(ProtocolError(.internal, "could not store the events of '\(key)': \(error)"))
             } else {
                 self.counters.eventsCommitted += records.count
-                for push in pushes { self.broadcast(push, to: key) }
+                // Pushes are built only for a channel that has watchers now
+                // (a command's issuer often has none).
+                if self.subscriptions.subscriberCount(of: key) > 0 {
+                    for (offset, event) in events.enumerated() {
+                        self.broadcast(EventPush(channel: key, seq: firstSeq + Int64(offset), event: event.name,
+                                                 data: event.data, at: at), to: key)
+                    }
+                }
                 self.clockChanged(channel)
                 then?(nil)
             }
