@@ -43,14 +43,14 @@ extension LapSessionState {
     /// A copy whose elapsed values are measured at `milliseconds` (and
     /// `elapsed_as_of` moved there while running).
     func measured(at milliseconds: Int64) -> LapSessionState {
-        guard status == .running else { return self }
+        guard status == .running, let base = measuringPoint else { return self }
         var copy = self
-        let delta = runningMS(until: milliseconds)
+        let delta = Int(max(0, milliseconds - base))
         copy.lapElapsedMS += delta
         copy.totalElapsedMS += delta
         // Never move the measuring point backwards: a `now` before it (which
         // the monotonic server clock does not produce) measured zero above.
-        if let base = measuringPoint, milliseconds > base {
+        if milliseconds > base {
             copy.elapsedAsOf = MillisecondTime.format(milliseconds)
         }
         return copy
