@@ -231,6 +231,60 @@ import Testing
         #expect(try store.history(channel: "laps/a", after: 0, limit: 1_000).map(\.seq) == Array(1...(perChannel + 100)))
     }
 
+    @Test("random appends, folds and prunes: history is always the newest events, consecutive, from any point",
+          arguments: [1, 2, 3])
+    func randomAppendsKeepAConsecutiveHistory(seed: UInt64) throws {
+        let temp = try TemporaryStore()
+        let store = temp.store
+        let channels = ["laps/a", "laps/b", "timers/c"]
+        try store.apply(channels.map { .createChannel(.fresh($0)) })
+        var seqs = [String: Int64](uniqueKeysWithValues: channels.map { ($0, 0) })
+        var stateSeqs = seqs
+        var state = seed &* 0x9E37_79B9_7F4A_7C15
+        func next(_ bound: Int) -> Int {  // deterministic per seed
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((state >> 33) % UInt64(bound))
+        }
+        let limit = 10
+        for step in 0..<250 {
+            var writes: [StoreWrite] = []
+            for channel in channels where next(3) > 0 {
+                let count = Int64(1 + next(4))
+                let from = seqs[channel]! + 1
+                let to = seqs[channel]! + count
+                let withState = next(4) == 0
+                writes.append(.appendEvents(channel: channel, seq: to, state: withState ? #"{"v":\#(to)}"# : nil,
+                                            events: (from...to).map {
+                    EventRecord(channel: channel, seq: $0, event: "tested", data: #"{"n":\#($0)}"#, at: "t")
+                }))
+                seqs[channel] = to
+                if withState { stateSeqs[channel] = to }
+            }
+            try store.apply(writes, historyLimit: limit, foldEvery: 7)
+            if next(20) == 0 { try store.foldTail(historyLimit: limit) }
+            for channel in channels {
+                let seq = seqs[channel]!
+                let kept = try store.history(channel: channel, after: 0, limit: 10_000).map(\.seq)
+                guard let first = kept.first else {
+                    #expect(seq == 0, "step \(step): \(channel) at \(seq) kept nothing")
+                    continue
+                }
+                #expect(kept == Array(first...seq), "step \(step): \(channel) kept \(kept)")
+                // The newest `limit` at least, and everything after the stored state.
+                #expect(first <= max(1, min(seq - Int64(limit) + 1, stateSeqs[channel]! + 1)), "step \(step): \(channel) \(kept)")
+                #expect(try store.oldestRetainedSeq(channel: channel) == first)
+                let after = first - 1 + Int64(next(kept.count))
+                let page = try store.history(channel: channel, after: after, limit: 3).map(\.seq)
+                #expect(page == Array((after + 1)...min(after + 3, seq)), "step \(step): \(channel) after \(after): \(page)")
+            }
+        }
+        let reopened = try temp.reopen()
+        for channel in channels {
+            #expect(try reopened.channel(named: channel)?.seq == seqs[channel])
+            #expect(try reopened.history(channel: channel, after: 0, limit: 10_000).last?.seq == seqs[channel])
+        }
+    }
+
     @Test("a batch that fails leaves the remembered seqs as they were")
     func aFailedBatchIsForgotten() throws {
         let temp = try TemporaryStore()
@@ -253,7 +307,7 @@ import Testing
         try temp.store.apply([.createChannel(.fresh("laps/a")), .events("laps/a", from: 1, to: 5)], foldEvery: 100)
         let reopened = try temp.reopen()
         let counts = try reopened.pool.read { db in
-            (try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM event_tail"), try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM events"))
+            (try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM event_tail"), try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM event_log"))
         }
         #expect(counts.0 == 0 && counts.1 == 5)
         #expect(try reopened.history(channel: "laps/a", after: 2, limit: 10).map(\.seq) == [3, 4, 5])

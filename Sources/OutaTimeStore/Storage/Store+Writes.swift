@@ -6,9 +6,10 @@ extension Store {
     /// Applies `writes` in order in ONE transaction: all of them or none.
     ///
     /// New events go to the append-only `event_tail` first (every row of a
-    /// batch lands on the same last page or two, where the indexed `events`
-    /// table would dirty one page per channel the batch touches); the tail
-    /// is moved into `events` — sorted, in the same transaction — whenever
+    /// batch lands on the same last page or two, where an index on
+    /// `(channel, seq)` would dirty one page per channel the batch touches);
+    /// the tail is moved into the indexed log (`event_log` and its
+    /// `event_runs`) — sorted, in the same transaction — whenever
     /// its row ids pass a multiple of `foldEvery` (with 1, the default, at
     /// once). Under 50 clients on 50 channels this cut the pages written per
     /// commit from about 45 to about 10 (docs/BENCHMARKS.md). Readers see
@@ -21,10 +22,9 @@ extension Store {
     /// pages of the `channels` table out of almost every commit.
     ///
     /// When `historyLimit` is given, every channel whose events are moved
-    /// keeps only its newest `historyLimit` events in `events`, pruned in
-    /// the same transaction. Seqs are consecutive, so that is a single range
-    /// delete on the primary key per channel. Between folds a channel holds
-    /// up to `foldEvery` events more than the limit.
+    /// keeps only its newest `historyLimit` events in the log, pruned in the
+    /// same transaction: row-id range deletes of its oldest runs. Between
+    /// folds a channel holds up to `foldEvery` events more than the limit.
     ///
     /// With `foldLater`, a fold that is due is not made here: the result
     /// says so, and the caller runs ``foldTail(historyLimit:)`` once it has
@@ -81,12 +81,10 @@ extension Store {
         precondition(keepNewest >= 0, "keepNewest must not be negative")
         try pool.write { db in
             try Self.foldTail(historyLimit: nil, in: db)
-            try db.execute(
-                sql: """
-                    DELETE FROM events WHERE channel = ?
-                    AND seq <= (SELECT MAX(seq) FROM events WHERE channel = ?) - ?
-                    """,
-                arguments: [channel, channel, keepNewest])
+            guard let newest = try Int64.fetchOne(
+                db, sql: "SELECT MAX(last_seq) FROM event_runs WHERE channel = ?", arguments: [channel])
+            else { return }
+            try Self.trimLog(of: channel, through: newest - Int64(keepNewest), in: db)
         }
     }
 
@@ -213,32 +211,75 @@ extension Store {
         return seq
     }
 
-    /// Moves every tail row into `events`, brings the `seq` of the channels
-    /// they belong to up to date and prunes those channels down to
-    /// `historyLimit` events.
+    /// Moves every tail row into the indexed log (`event_log`, one run per
+    /// channel in `event_runs`), brings the `seq` of the channels they belong
+    /// to up to date and prunes those channels down to `historyLimit` events.
     static func foldTail(historyLimit: Int?, in db: Database) throws {
-        let newest = try Row.fetchAll(db, sql: "SELECT channel, MAX(seq) AS seq FROM event_tail GROUP BY channel")
-        guard !newest.isEmpty else { return }
+        // Ordered as the INSERT below orders the rows, so that each
+        // channel's first row id follows from the counts before it.
+        let groups = try Row.fetchAll(db, sql: """
+            SELECT channel, MIN(seq) AS first, MAX(seq) AS last, COUNT(*) AS count
+            FROM event_tail GROUP BY channel ORDER BY channel
+            """)
+        guard !groups.isEmpty else { return }
+        let before = try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(id), 0) FROM event_log") ?? 0
         try db.execute(sql: """
-            INSERT INTO events (channel, seq, event, data, at)
+            INSERT INTO event_log (channel, seq, event, data, at)
             SELECT channel, seq, event, data, at FROM event_tail ORDER BY channel, seq
             """)
         try db.execute(sql: "DELETE FROM event_tail")
+        let addRun = try db.cachedStatement(sql: """
+            INSERT INTO event_runs (channel, first_seq, last_seq, first_id) VALUES (?, ?, ?, ?)
+            """)
         // The rows' seqs catch up with their logs (appends leave them alone),
         // and each channel keeps its newest `historyLimit` events — never
         // the events after its stored state: loading needs them.
         let catchUp = try db.cachedStatement(sql: "UPDATE channels SET seq = ?, updated_at = ? WHERE name = ? AND seq < ?")
-        let prune = try db.cachedStatement(sql: """
-            DELETE FROM events WHERE channel = ? AND seq <= ?
-            AND seq <= (SELECT state_seq FROM channels WHERE name = ?)
-            """)
+        let stateSeq = try db.cachedStatement(sql: "SELECT state_seq FROM channels WHERE name = ?")
         let now = Date().formatted(.iso8601)
-        for row in newest {
-            let channel: String = row["channel"]
-            let seq: Int64 = row["seq"]
-            try catchUp.execute(arguments: [seq, now, channel, seq])
-            if let historyLimit, seq > Int64(historyLimit) {
-                try prune.execute(arguments: [channel, seq - Int64(historyLimit), channel])
+        var nextID = before + 1
+        for group in groups {
+            let channel: String = group["channel"]
+            let first: Int64 = group["first"]
+            let last: Int64 = group["last"]
+            let count: Int64 = group["count"]
+            // A channel's tail rows are consecutive seqs (the seq check of
+            // every append); anything else would break the run arithmetic.
+            guard count == last - first + 1 else {
+                throw StoreError.invalidEvents(channel: channel, reason: "the tail holds \(count) events for seqs \(first)…\(last)")
+            }
+            try addRun.execute(arguments: [channel, first, last, nextID])
+            nextID += count
+            try catchUp.execute(arguments: [last, now, channel, last])
+            if let historyLimit, last > Int64(historyLimit) {
+                let stored = try Int64.fetchOne(stateSeq, arguments: [channel]) ?? 0
+                try trimLog(of: channel, through: min(last - Int64(historyLimit), stored), in: db)
+            }
+        }
+    }
+
+    /// Deletes `channel`'s logged events with seq at most `cutoff`: whole
+    /// runs as row-id ranges, and the front of the run the cutoff falls in.
+    static func trimLog(of channel: String, through cutoff: Int64, in db: Database) throws {
+        let runs = try Row.fetchAll(
+            db.cachedStatement(sql: """
+                SELECT first_seq, last_seq, first_id FROM event_runs WHERE channel = ? AND first_seq <= ?
+                """),
+            arguments: [channel, cutoff])
+        let deleteRows = try db.cachedStatement(sql: "DELETE FROM event_log WHERE id BETWEEN ? AND ?")
+        for run in runs {
+            let first: Int64 = run["first_seq"]
+            let last: Int64 = run["last_seq"]
+            let firstID: Int64 = run["first_id"]
+            if last <= cutoff {
+                try deleteRows.execute(arguments: [firstID, firstID + last - first])
+                try db.cachedStatement(sql: "DELETE FROM event_runs WHERE channel = ? AND first_seq = ?")
+                    .execute(arguments: [channel, first])
+            } else {
+                try deleteRows.execute(arguments: [firstID, firstID + cutoff - first])
+                try db.cachedStatement(sql: """
+                    UPDATE event_runs SET first_seq = ?, first_id = ? WHERE channel = ? AND first_seq = ?
+                    """).execute(arguments: [cutoff + 1, firstID + cutoff + 1 - first, channel, first])
             }
         }
     }

@@ -29,9 +29,9 @@ public final class Store: Sendable {
 
         var configuration = Configuration()
         configuration.label = "OutaTimeStore"
-        // GRDB enables foreign keys by default; said again for the events ->
-        // channels reference (new events reach `events` through the tail, whose
-        // rows are written only after their channel's seq check passed).
+        // GRDB enables foreign keys by default; said again, although the log
+        // tables have none: an event row is written only after its channel's
+        // seq check passed (Store.apply), which also proves the channel exists.
         configuration.foreignKeysEnabled = true
         configuration.prepareDatabase { db in
             // An acknowledged command must survive SIGKILL or power loss. In WAL
@@ -90,7 +90,10 @@ public final class Store: Sendable {
             try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT channel, seq, event, data, at FROM events WHERE channel = ?1 AND seq > ?2
+                    SELECT e.channel, e.seq, e.event, e.data, e.at
+                    FROM event_runs r JOIN event_log e
+                    ON e.id BETWEEN r.first_id + MAX(0, ?2 + 1 - r.first_seq) AND r.first_id + r.last_seq - r.first_seq
+                    WHERE r.channel = ?1 AND r.last_seq > ?2
                     UNION ALL
                     SELECT channel, seq, event, data, at FROM event_tail WHERE channel = ?1 AND seq > ?2
                     ORDER BY seq LIMIT ?3
@@ -109,7 +112,7 @@ public final class Store: Sendable {
         try pool.read { db in
             try Int64.fetchOne(db, sql: """
                 SELECT MIN(seq) FROM (
-                    SELECT MIN(seq) AS seq FROM events WHERE channel = ?1
+                    SELECT MIN(first_seq) AS seq FROM event_runs WHERE channel = ?1
                     UNION ALL SELECT MIN(seq) FROM event_tail WHERE channel = ?1)
                 """, arguments: [channel])
         }
