@@ -57,6 +57,8 @@ import Testing
         }
         #expect(try store.loadChannels().isEmpty)
         #expect(try store.history(channel: "laps/a", after: 0, limit: 10).isEmpty)
+        // Nothing of the failed batch is remembered, the unknown name included.
+        #expect(store.knownSeqs.withLock { $0.isEmpty })
     }
 
     @Test func appendRefusesAGapOrAReplay() throws {

@@ -40,20 +40,46 @@ extension Store {
         // writes on one connection anyway. The seqs this batch writes are
         // remembered only once its transaction committed.
         return try knownSeqs.withLock { known in
-            var written: [String: Int64] = [:]
+            // Updated in place, one dictionary access per write (hashing the
+            // channel names was ≈ 5,000 instructions per event with a
+            // separate dictionary merged after the commit); a failed
+            // transaction puts back what it changed.
+            var undo: [(channel: String, seq: Int64?)] = []
             var foldDue = false
-            try pool.write { db in
-                written = [:]
-                foldDue = try Self.apply(writes, historyLimit: historyLimit, foldEvery: foldEvery, foldLater: foldLater, in: db) { channel in
-                    if let seq = written[channel] ?? known[channel] { return seq }
-                    return try Self.seq(of: channel, in: db)
-                } wrote: { channel, seq in
-                    written[channel] = seq
+            do {
+                try pool.write { db in
+                    foldDue = try Self.apply(writes, historyLimit: historyLimit, foldEvery: foldEvery,
+                                             foldLater: foldLater, in: db) { channel, newSeq in
+                        try Self.exchangeSeq(&known[channel, default: Self.unknownSeq], of: channel, for: newSeq,
+                                             undo: &undo, in: db)
+                    }
                 }
+            } catch {
+                for change in undo.reversed() { known[change.channel] = change.seq }
+                if known.values.contains(Self.unknownSeq) { known = known.filter { $0.value != Self.unknownSeq } }
+                throw error
             }
-            known.merge(written) { _, new in new }
             return foldDue
         }
+    }
+
+    /// Marks a channel whose seq the store has not read yet.
+    private static let unknownSeq: Int64 = -1
+
+    /// The channel's seq before this write, read from the database the
+    /// first time; stores `newSeq` in its place when given.
+    private static func exchangeSeq(
+        _ slot: inout Int64, of channel: String, for newSeq: Int64?,
+        undo: inout [(channel: String, seq: Int64?)], in db: Database
+    ) throws -> Int64 {
+        let wasKnown = slot != unknownSeq
+        if !wasKnown { slot = try seq(of: channel, in: db) }
+        let previous = slot
+        if let newSeq {
+            undo.append((channel, wasKnown ? previous : nil))
+            slot = newSeq
+        }
+        return previous
     }
 
     /// Moves the tail into the indexed log and prunes (see
@@ -91,13 +117,13 @@ extension Store {
     /// Applies `writes` inside the caller's transaction.
     ///
     /// - Parameters:
-    ///   - currentSeq: the channel's seq before this write (the store's, or
-    ///     an earlier write's of the same batch); throws
-    ///     ``StoreError/unknownChannel(_:)`` for a channel never created.
-    ///   - wrote: told each channel's seq after its write.
+    ///   - exchangeSeq: given a channel and its seq after this write (nil
+    ///     for none), returns its seq before it (the store's, or an earlier
+    ///     write's of the same batch); throws ``StoreError/unknownChannel(_:)``
+    ///   for a channel never created.
     static func apply(
         _ writes: [StoreWrite], historyLimit: Int?, foldEvery: Int = 1, foldLater: Bool = false, in db: Database,
-        currentSeq: (String) throws -> Int64, wrote: (String, Int64) -> Void
+        exchangeSeq: (String, Int64?) throws -> Int64
     ) throws -> Bool {
         let now = Date().formatted(.iso8601)
         var tail: [EventRecord] = []
@@ -108,14 +134,14 @@ extension Store {
                     INSERT INTO channels (name, kind, seq, state, state_seq, created_at, updated_at)
                     VALUES (?, ?, ?, ?, ?, ?, ?)
                     """).execute(arguments: [record.name, record.kind, record.seq, record.state, record.stateSeq, now, now])
-                wrote(record.name, record.seq)
+                _ = try exchangeSeq(record.name, record.seq)
 
             case .appendEvents(let channel, let seq, let state, let events):
                 let previous = seq - Int64(events.count)
                 try validate(events, channel: channel, after: previous)
                 // A lost or duplicated write becomes an error instead of a
                 // silent gap or overlap in the log.
-                let stored = try currentSeq(channel)
+                let stored = try exchangeSeq(channel, seq)
                 guard stored == previous else {
                     throw StoreError.seqMismatch(channel: channel, expected: previous, stored: stored)
                 }
@@ -127,10 +153,9 @@ extension Store {
                         """).execute(arguments: [seq, state.text, seq, now, channel])
                 }
                 tail.append(contentsOf: events)
-                wrote(channel, seq)
 
             case .saveState(let channel, let state):
-                let seq = try currentSeq(channel)
+                let seq = try exchangeSeq(channel, nil)
                 try db.cachedStatement(sql: "UPDATE channels SET seq = ?, state = ?, state_seq = ?, updated_at = ? WHERE name = ?")
                     .execute(arguments: [seq, state.text, seq, now, channel])
             }
