@@ -28,32 +28,23 @@ import Testing
 
     @Test("a version 3 database's indexed log becomes runs with the same history")
     func aVersion3DatabaseMovesItsLogIntoRuns() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("outatime-v3-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let path = folder.appendingPathComponent("old.sqlite").path
-        do {
-            let queue = try DatabaseQueue(path: path)
-            try StoreSchema.migrator.migrate(queue, upTo: "v3-event-tail")
-            try queue.write { db in
-                for (name, seq) in [("laps/a", 12), ("laps/b", 3)] {
+        let temp = try TemporaryStore(leftBy: "v3-event-tail") { db in
+            for (name, seq) in [("laps/a", 12), ("laps/b", 3)] {
+                try db.execute(sql: """
+                    INSERT INTO channels (name, kind, seq, state, state_seq, created_at, updated_at)
+                    VALUES (?, 'laps', ?, '{}', ?, 'now', 'now')
+                    """, arguments: [name, seq, seq])
+            }
+            // laps/a pruned up to 4: 5...12 in the indexed log; laps/b whole.
+            for (name, seqs) in [("laps/a", 5...12), ("laps/b", 1...3)] {
+                for seq in seqs {
                     try db.execute(sql: """
-                        INSERT INTO channels (name, kind, seq, state, state_seq, created_at, updated_at)
-                        VALUES (?, 'laps', ?, '{}', ?, 'now', 'now')
-                        """, arguments: [name, seq, seq])
-                }
-                // laps/a pruned up to 4: 5...12 in the indexed log; laps/b whole.
-                for (name, seqs) in [("laps/a", 5...12), ("laps/b", 1...3)] {
-                    for seq in seqs {
-                        try db.execute(sql: """
-                            INSERT INTO events (channel, seq, event, data, at) VALUES (?, ?, 'tested', ?, 'at')
-                            """, arguments: [name, seq, #"{"n":\#(seq)}"#])
-                    }
+                        INSERT INTO events (channel, seq, event, data, at) VALUES (?, ?, 'tested', ?, 'at')
+                        """, arguments: [name, seq, #"{"n":\#(seq)}"#])
                 }
             }
         }
-        let store = try Store(path: path)
-        defer { try? store.close() }
+        let store = temp.store
         #expect(try store.history(channel: "laps/a", after: 0, limit: 100).map(\.seq) == Array(5...12))
         #expect(try store.history(channel: "laps/a", after: 9, limit: 2).map(\.data.text) == [#"{"n":10}"#, #"{"n":11}"#])
         #expect(try store.history(channel: "laps/b", after: 0, limit: 100).map(\.seq) == [1, 2, 3])
@@ -71,25 +62,15 @@ import Testing
     }
 
     @Test func aVersion1DatabaseGetsStateSeqEqualToSeq() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("outatime-v1-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let path = folder.appendingPathComponent("old.sqlite").path
-        do {
-            // A database written by the first release: schema v1 only.
-            let queue = try DatabaseQueue(path: path)
-            try StoreSchema.migrator.migrate(queue, upTo: "v1")
-            try queue.write { db in
-                try db.execute(sql: """
-                    INSERT INTO channels (name, kind, seq, state, created_at, updated_at)
-                    VALUES ('laps/a', 'laps', 7, '{"v":7}', 'now', 'now')
-                    """)
-            }
+        // A database written by the first release: schema v1 only.
+        let temp = try TemporaryStore(leftBy: "v1") { db in
+            try db.execute(sql: """
+                INSERT INTO channels (name, kind, seq, state, created_at, updated_at)
+                VALUES ('laps/a', 'laps', 7, '{"v":7}', 'now', 'now')
+                """)
         }
-        let store = try Store(path: path)
-        #expect(try store.channel(named: "laps/a")
+        #expect(try temp.store.channel(named: "laps/a")
                 == ChannelRecord(name: "laps/a", kind: "laps", seq: 7, state: #"{"v":7}"#, stateSeq: 7))
-        try store.close()
     }
 
     @Test func walAndFullSyncOnTheWriterAndTheReaders() throws {

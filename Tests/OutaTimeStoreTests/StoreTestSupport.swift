@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 @testable import OutaTimeStore
 
 /// A store in a fresh temp folder, closed and deleted when the test ends.
@@ -13,6 +14,22 @@ final class TemporaryStore {
         folder = FileManager.default.temporaryDirectory
             .appendingPathComponent("outatime-store-\(UUID().uuidString)", isDirectory: true)
         store = try Store(path: folder.appendingPathComponent("outatime.sqlite").path)
+    }
+
+    /// A database file as an older release left it: migrated only up to
+    /// `migration`, with the rows `fill` writes, then opened (and so
+    /// migrated the rest of the way) as a store.
+    init(leftBy migration: String, fill: (Database) throws -> Void) throws {
+        folder = FileManager.default.temporaryDirectory
+            .appendingPathComponent("outatime-store-\(UUID().uuidString)", isDirectory: true)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let path = folder.appendingPathComponent("outatime.sqlite").path
+        do {
+            let queue = try DatabaseQueue(path: path)
+            try StoreSchema.migrator.migrate(queue, upTo: migration)
+            try queue.write(fill)
+        }
+        store = try Store(path: path)
     }
 
     /// Closes the store and opens the same file again, as after a restart.
