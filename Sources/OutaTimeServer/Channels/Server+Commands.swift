@@ -122,7 +122,7 @@ extension Server {
 
     /// New events are appended to the store's unindexed tail and moved into
     /// the indexed log (and pruned to the history limit) every this many
-    /// events: see `Store.apply(_:historyLimit:foldEvery:)`. A channel may
+    /// events: see `Store.apply(_:historyLimit:foldEvery:foldLater:)`. A channel may
     /// then hold up to this many events more than the limit, which
     /// `history` does not show (``historyStart(of:)``); readers scan at
     /// most this many tail rows. Measured under 50 clients on 50 channels

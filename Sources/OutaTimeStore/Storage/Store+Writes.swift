@@ -37,13 +37,12 @@ extension Store {
         precondition(historyLimit.map { $0 >= 1 } ?? true, "historyLimit must be at least 1")
         precondition(foldEvery >= 1, "foldEvery must be at least 1")
         // Holding the lock for the transaction costs nothing: GRDB serialises
-        // writes on one connection anyway. The seqs this batch writes are
-        // remembered only once its transaction committed.
+        // writes on one connection anyway.
         return try knownSeqs.withLock { known in
             // Updated in place, one dictionary access per write (hashing the
             // channel names was ≈ 5,000 instructions per event with a
             // separate dictionary merged after the commit); a failed
-            // transaction puts back what it changed.
+            // transaction puts back everything it changed or learned.
             var undo: [(channel: String, seq: Int64?)] = []
             var foldDue = false
             do {
@@ -56,7 +55,6 @@ extension Store {
                 }
             } catch {
                 for change in undo.reversed() { known[change.channel] = change.seq }
-                if known.values.contains(Self.unknownSeq) { known = known.filter { $0.value != Self.unknownSeq } }
                 throw error
             }
             return foldDue
@@ -72,11 +70,14 @@ extension Store {
         _ slot: inout Int64, of channel: String, for newSeq: Int64?,
         undo: inout [(channel: String, seq: Int64?)], in db: Database
     ) throws -> Int64 {
-        let wasKnown = slot != unknownSeq
-        if !wasKnown { slot = try seq(of: channel, in: db) }
+        if slot == unknownSeq {
+            // Forgotten again if the transaction fails, lookup included.
+            undo.append((channel, nil))
+            slot = try seq(of: channel, in: db)
+        }
         let previous = slot
         if let newSeq {
-            undo.append((channel, wasKnown ? previous : nil))
+            undo.append((channel, previous))
             slot = newSeq
         }
         return previous

@@ -17,7 +17,7 @@ public final class Store: Sendable {
     /// Internal so tests can inspect pragmas and tables with `@testable`.
     let pool: DatabasePool
     /// Each channel's seq as of the last committed write through this store,
-    /// for the seq check of appends (see ``apply(_:historyLimit:foldEvery:)``).
+    /// for the seq check of appends (see ``apply(_:historyLimit:foldEvery:foldLater:)``).
     let knownSeqs = Mutex<[String: Int64]>([:])
 
     /// Opens (creating if needed) the database at `path`, creating its parent

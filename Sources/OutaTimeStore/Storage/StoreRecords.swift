@@ -50,7 +50,7 @@ public struct EventRecord: Sendable, Equatable {
 }
 
 /// One change to apply to the database. A batch of these is applied in a
-/// single transaction by ``Store/apply(_:historyLimit:)``.
+/// single transaction by ``Store/apply(_:historyLimit:foldEvery:foldLater:)``.
 public enum StoreWrite: Sendable, Equatable {
     /// Inserts a new channel (its `seq` is normally 0). Fails if it exists.
     case createChannel(ChannelRecord)

@@ -29,7 +29,7 @@ public final class StoreWriter: Sendable {
     ///   - historyLimit: events kept per channel; older ones are pruned in the
     ///     same transaction that appends (protocol §4: at least 1,000).
     ///   - foldEvery: move new events from the append-only tail into the
-    ///     indexed log every this many (see ``Store/apply(_:historyLimit:foldEvery:)``).
+    ///     indexed log every this many (see ``Store/apply(_:historyLimit:foldEvery:foldLater:)``).
     ///   - startsPaused: queue submissions without committing until
     ///     ``resume()`` or ``close()``; lets tests build a known batch.
     ///   - onCommit: receives each group's outcomes on the writer thread.
