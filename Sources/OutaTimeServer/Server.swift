@@ -12,8 +12,16 @@ import UV
 /// Use ``ServerHandle`` to run it on a thread of its own, or ``run(config:logger:onListening:)``
 /// to run it on the calling thread with SIGINT/SIGTERM handling.
 final class Server {
-    /// `starting → running → draining → stopped`.
-    enum Phase { case starting, running, draining, stopped }
+    /// `starting → running → draining → stopped`, traced.
+    enum Phase {
+        case starting
+        case running
+        /// Not accepting or reading: pending writes finish, then every
+        /// connection gets `bye server_shutdown` — at the latest at
+        /// `deadline` (loop milliseconds).
+        case draining(deadline: UInt64)
+        case stopped
+    }
 
     static let version = "outatime/0.1.0"
 
@@ -38,8 +46,11 @@ final class Server {
     let tokens: [String: AccessToken]?
 
     var nextTicket: UInt64 = 0
-    var pendingCommits: [UInt64: (String?) -> Void] = [:]
+    /// Writes handed to the writer and not yet reported, by ticket.
+    var pendingWrites: [UInt64: PendingWrite] = [:]
     var pendingReads: [UInt64: (Result<[HistoryEvent], StoreFailure>) -> Void] = [:]
+    /// The thread running the loop: every entry point asserts it.
+    private let loopThread = pthread_self()
 
     private(set) var listener: TCPListener!
     let inbox: AsyncInbox<ServerMessage>
@@ -56,7 +67,6 @@ final class Server {
     private(set) var scheduler: Scheduler<String>!
     private var signals: [Signal] = []
     var dirty: [Session] = []
-    var shutdownDeadline: UInt64?
 
     /// Opens the store and loads every channel; does not listen yet.
     init(config: ServerConfig, logger: Logger, clock: MonotonicClock = MonotonicClock()) throws {
@@ -111,7 +121,7 @@ final class Server {
                 signals.append(signal)
             }
         }
-        phase = .running
+        transition(to: .running)
         let address = listener.localAddress!
         logger.info("listening", metadata: ["address": "\(address)", "db": "\(config.databasePath)"])
         return address
@@ -131,27 +141,14 @@ final class Server {
         }
     }
 
-    private func loadChannels() throws {
-        for record in try store.loadChannels() {
-            guard let name = try? ChannelName.parse(record.name) else {
-                logger.warning("skipping stored channel with an invalid name", metadata: ["channel": "\(record.name)"])
-                continue
-            }
-            let channel = Channel(name: name, seq: record.seq, state: try restoredState(record, kind: name.kind),
-                                  isDurable: true)
-            channel.storedStateSeq = record.stateSeq
-            channels[record.name] = channel
-        }
-        logger.info("channels loaded", metadata: ["count": "\(channels.count)"])
-    }
-
     private func accept(_ error: UVError?) {
+        assertOnLoopThread()
         if let error {
             logger.warning("accept failed", metadata: ["error": "\(error)"])
             return
         }
         guard let stream = try? listener.accept() else { return }
-        guard phase == .running else {
+        guard case .running = phase else {
             stream.close()
             return
         }
@@ -192,7 +189,7 @@ final class Server {
     private func flushSoon() {
         guard !dirty.isEmpty, !flushTimerArmed else { return }
         let interval = UInt64(config.flushIntervalMicroseconds) * 1_000
-        guard interval > 0, dirty.count >= config.coalesceMinSessions, phase == .running else {
+        guard interval > 0, dirty.count >= config.coalesceMinSessions, case .running = phase else {
             flushDirty()
             return
         }
@@ -222,6 +219,7 @@ final class Server {
     }
 
     func handle(_ message: ServerMessage) {
+        assertOnLoopThread()
         switch message {
         case .committed(let commits):
             storeCommitted(commits)
@@ -235,6 +233,19 @@ final class Server {
         case .shutdownRequested:
             beginShutdown()
         }
+    }
+
+    /// Moves to `next`, traced.
+    func transition(to next: Phase) {
+        logger.trace("server phase", metadata: ["from": "\(phase)", "to": "\(next)"])
+        phase = next
+    }
+
+    /// Entry points from libuv and the inbox run on the loop thread only:
+    /// nothing here is locked.
+    @inline(__always)
+    func assertOnLoopThread() {
+        assert(pthread_equal(loopThread, pthread_self()) != 0, "server entry point called off the loop thread")
     }
 
     /// Closes the server's own handles once everything else is done.

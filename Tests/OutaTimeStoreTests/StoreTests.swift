@@ -349,11 +349,11 @@ import Testing
                         let page = try store.history(channel: "laps/a", after: 0, limit: 1_000)
                         // A reader sees a committed prefix, never a torn one.
                         if page.map(\.seq) != Array(0..<Int64(page.count)).map({ $0 + 1 }) {
-                            failures.sink([StoreCommit(ticket: UInt64(seq), error: "torn", batchSize: 0)])
+                            failures.sink([StoreCommit(ticket: UInt64(seq), error: .database(code: 0, message: "torn"), batchSize: 0)])
                         }
                     }
                 } catch {
-                    failures.sink([StoreCommit(ticket: UInt64(seq), error: "\(error)", batchSize: 0)])
+                    failures.sink([StoreCommit(ticket: UInt64(seq), error: StoreFailure(error), batchSize: 0)])
                 }
             }
         }

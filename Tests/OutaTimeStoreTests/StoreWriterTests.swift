@@ -69,7 +69,7 @@ private final class WriterBox: @unchecked Sendable {
         #expect(log.batches.count == 1)
         #expect(log.all.map(\.ticket) == [1, 2, 3, 4])
         #expect(log.all.map(\.succeeded) == [true, true, false, true])
-        #expect(log.all[2].error?.contains("laps/ghost") == true)
+        #expect(log.all[2].error?.description.contains("laps/ghost") == true)
         #expect(log.all.allSatisfy { $0.batchSize == 4 })
         #expect(writer.stats.batchFallbacks == 1)
         #expect(writer.stats.batchesCommitted == 0)
@@ -87,7 +87,7 @@ private final class WriterBox: @unchecked Sendable {
         let writer = StoreWriter(store: store, historyLimit: 1_000, onCommit: log.sink)
         writer.submit([.saveState(channel: "timers/none", state: "{}")], ticket: 9)
         writer.close()
-        #expect(log.all == [StoreCommit(ticket: 9, error: "unknown channel 'timers/none'", batchSize: 1)])
+        #expect(log.all == [StoreCommit(ticket: 9, error: .refused(.unknownChannel("timers/none")), batchSize: 1)])
         #expect(writer.stats.writesFailed == 1)
     }
 
@@ -152,7 +152,7 @@ private final class WriterBox: @unchecked Sendable {
         writer.close()
         #expect(log.all == [
             StoreCommit(ticket: 1, error: nil, batchSize: 1),
-            StoreCommit(ticket: 2, error: "store writer is closed", batchSize: 0),
+            StoreCommit(ticket: 2, error: .writerClosed, batchSize: 0),
         ])
         #expect(writer.stats.writesRejected == 1)
         #expect(try store.loadChannels().map(\.name) == ["laps/a"])

@@ -80,23 +80,3 @@ public enum ActionAccess: Sendable, Equatable {
     /// Changes state; needs `operate`.
     case mutating
 }
-
-/// One channel kind's behaviour. Each kind's state type conforms; the
-/// server reaches them through ``ChannelState``.
-public protocol ChannelBehaviour: Sendable {
-    /// Every action of the kind, with its access.
-    static var actions: [String: ActionAccess] { get }
-
-    /// Performs `action` (already known to be in ``actions``). Throws a
-    /// ``ProtocolError`` with a contract code and a message naming the bad
-    /// value and what is allowed; on a throw the state is unchanged.
-    mutating func perform(_ action: String, _ args: ActionArgs, _ context: ActionContext) throws(ProtocolError) -> ActionOutcome
-}
-
-extension ChannelBehaviour {
-    /// `unknown_action` naming the action and listing the valid ones.
-    static func unknownAction(_ action: String, kind: ChannelKind) -> ProtocolError {
-        ProtocolError(.unknownAction,
-            "channel kind '\(kind.rawValue)' has no action '\(action)'; valid actions: \(actions.keys.sorted().joined(separator: ", "))")
-    }
-}

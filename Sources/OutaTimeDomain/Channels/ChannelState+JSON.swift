@@ -73,7 +73,7 @@ extension ChannelState {
     }
 
     /// A one-line reason that names the key path, e.g. `status: ...`.
-    private static func describe(_ error: DecodingError) -> String {
+    static func describe(_ error: DecodingError) -> String {
         func path(_ context: DecodingError.Context) -> String {
             let keys = context.codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue }
             return keys.isEmpty ? "(top level)" : keys.joined(separator: ".")

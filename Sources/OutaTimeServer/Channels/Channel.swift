@@ -1,150 +1,55 @@
+import Foundation
 import OutaTimeDomain
 import OutaTimeProtocol
 
-/// One channel's authoritative state on the loop thread.
+/// One channel on the loop thread: its state, its way to storage and its
+/// clock. The state's kind is opaque here: every rule comes from its
+/// ``ChannelBehaviour``.
 final class Channel {
     let name: ChannelName
-    /// Durable events applied so far (contract §4).
-    var seq: Int64
-    var state: ChannelState
-    /// False until the channel's creation is committed; requests that need it
-    /// wait in `creationWaiters` meanwhile.
-    var isDurable: Bool
-    var creationWaiters: [(ProtocolError?) -> Void] = []
-    /// Event batches submitted but not yet committed. While any is pending,
-    /// `state`/`seq` run ahead of storage, so snapshots wait (durable events
-    /// are shown only after their commit).
-    var uncommittedBatches = 0
-    var commitWaiters: [() -> Void] = []
-    /// Loop time (ms) the current tick series started at, and ticks done
-    /// since: tick k is due at `tickBase + k × interval` (no drift).
-    var tickBase: UInt64?
-    var ticksDone: UInt64 = 0
-    /// The seq of the state last handed to the store (see
-    /// ``Server/storesState(with:)``).
-    var storedStateSeq: Int64
-    /// Which tick of every five saves a running countdown list: spread over
-    /// the channels, so lists whose seconds coincide do not all checkpoint
-    /// in the same second.
-    let checkpointPhase: UInt64
+    /// `name` as text, the key in every index.
+    let key: String
+    /// The authoritative state. While commits are in flight it runs ahead of
+    /// storage; snapshots wait until ``CommitPipeline/isSettled``.
+    var state: any ChannelBehaviour
+    /// Seq numbering, the batches in flight, storage of the state.
+    var pipeline: CommitPipeline
+    /// The tick series running now, if any.
+    var ticks: TickProgress?
+    /// Sessions whose parked request runs again when the channel is ready
+    /// (created, or its commits done).
+    var waiters: [Session] = []
+    /// Spreads periodic work over channels (which tick of a series stores
+    /// live values), so channels whose ticks coincide do not all write in
+    /// the same second.
+    let spread: UInt64
 
-    init(name: ChannelName, seq: Int64, state: ChannelState, isDurable: Bool) {
+    init(name: ChannelName, state: any ChannelBehaviour, pipeline: CommitPipeline) {
         self.name = name
-        self.seq = seq
+        self.key = name.description
         self.state = state
-        self.isDurable = isDurable
-        self.storedStateSeq = seq
-        self.checkpointPhase = UInt64(name.description.utf8.reduce(0) { ($0 &* 31 &+ Int($1)) & 0xFFFF } % Int(Server.checkpointEveryTicks))
+        self.pipeline = pipeline
+        self.spread = UInt64(key.utf8.reduce(0) { ($0 &* 31 &+ Int($1)) & 0xFFFF })
     }
 
-    var key: String { name.description }
-}
+    /// The durable events applied so far (contract §4).
+    var seq: Int64 { pipeline.seq }
 
-/// One channel's subscribers in a flat array, so the broadcast loop walks
-/// contiguous memory (no hash-table walk), with each session's position for
-/// O(1) removal (swap with the last).
-final class SubscriberList {
-    private(set) var members: ContiguousArray<Session> = []
-    private var positions: [Int: Int] = [:]
-
-    var count: Int { members.count }
-
-    func contains(_ session: Session) -> Bool { positions[session.serial] != nil }
-
-    /// Adds `session`; false if it was already a member.
-    func insert(_ session: Session) -> Bool {
-        guard positions[session.serial] == nil else { return false }
-        positions[session.serial] = members.count
-        members.append(session)
-        return true
-    }
-
-    /// Removes `session`; false if it was not a member.
-    func remove(_ session: Session) -> Bool {
-        guard let index = positions.removeValue(forKey: session.serial) else { return false }
-        let last = members.removeLast()
-        if index < members.count {
-            members[index] = last
-            positions[last.serial] = index
-        }
-        return true
+    /// Hands the waiting sessions over (to be resumed).
+    func takeWaiters() -> [Session] {
+        defer { waiters = [] }
+        return waiters
     }
 }
 
-/// Who is subscribed to what, indexed both ways, so that a broadcast walks
-/// one channel's subscribers and a disconnect walks one session's channels
-/// (Redis `pubsub.c`). A session's own channels live in the session
-/// (``Session/subscribed``): most hold a handful, so a small array costs
-/// less memory per idle connection than a set.
-struct SubscriptionIndex {
-    private var subscribersByChannel: [String: SubscriberList] = [:]
-    /// Total subscriptions, for `stats`.
-    private(set) var count = 0
+/// A running tick series: tick k is due at `base + k × interval` (loop
+/// milliseconds), so late ticks never shift later ones.
+struct TickProgress {
+    /// Loop time of tick 0.
+    let base: UInt64
+    /// Ticks played so far.
+    var done: UInt64 = 0
 
-    /// Subscribers of `channel`, in no particular order.
-    func subscribers(of channel: String) -> SubscriberList? {
-        subscribersByChannel[channel]
-    }
-
-    func subscriberCount(of channel: String) -> Int {
-        subscribersByChannel[channel]?.count ?? 0
-    }
-
-    func isSubscribed(_ session: Session, to channel: String) -> Bool {
-        subscribersByChannel[channel]?.contains(session) ?? false
-    }
-
-    /// Adds the pair; returns false if it existed already.
-    mutating func add(_ session: Session, to channel: String) -> Bool {
-        let list: SubscriberList
-        if let existing = subscribersByChannel[channel] {
-            list = existing
-        } else {
-            list = SubscriberList()
-            subscribersByChannel[channel] = list
-        }
-        guard list.insert(session) else { return false }
-        session.subscribed.append(channel)
-        count += 1
-        return true
-    }
-
-    /// Removes the pair; returns false if it did not exist.
-    mutating func remove(_ session: Session, from channel: String) -> Bool {
-        guard let list = subscribersByChannel[channel], list.remove(session) else { return false }
-        if list.count == 0 { subscribersByChannel[channel] = nil }
-        if let index = session.subscribed.firstIndex(of: channel) { session.subscribed.remove(at: index) }
-        count -= 1
-        return true
-    }
-
-    /// Removes every subscription of `session`; returns the channels it had.
-    mutating func removeAll(of session: Session) -> [String] {
-        let channels = session.subscribed
-        session.subscribed = []
-        for channel in channels {
-            guard let list = subscribersByChannel[channel], list.remove(session) else { continue }
-            if list.count == 0 { subscribersByChannel[channel] = nil }
-            count -= 1
-        }
-        return channels
-    }
-
-    /// Up to `limit` watchers of `channel`: all of them in the order they
-    /// connected when there are at most `limit`; otherwise `first` (the
-    /// caller) and then others in no particular order, without sorting a
-    /// crowd.
-    func watchers(of channel: String, limit: Int, first: Session? = nil) -> [Watcher] {
-        guard let list = subscribersByChannel[channel] else { return [] }
-        if list.count <= limit {
-            return list.members.sorted { $0.serial < $1.serial }.map(\.watcher)
-        }
-        var result: [Watcher] = []
-        result.reserveCapacity(limit)
-        if let first, list.contains(first) { result.append(first.watcher) }
-        for member in list.members where result.count < limit && member !== first {
-            result.append(member.watcher)
-        }
-        return result
-    }
+    /// The loop time tick `k` is due.
+    func due(_ k: UInt64, every interval: UInt64) -> UInt64 { base + k * interval }
 }

@@ -15,7 +15,7 @@ extension Server {
         }
         var delivered = 0
         let limit = config.outputLimitBytes
-        for session in subscribers.members where session !== except && session.state == .ready {
+        for session in subscribers.members where session !== except && session.state.isReady {
             if session.queue(frame, limit: limit) { delivered += 1 }
         }
         // Counted once per broadcast: the fan-out loop stays lean.

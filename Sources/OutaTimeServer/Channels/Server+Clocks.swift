@@ -4,100 +4,91 @@ import OutaTimeProtocol
 import OutaTimeStore
 import UV
 
+/// Channel clocks on ONE scheduler: each channel has at most one wake-up,
+/// planned from its kind's ``ClockPlan`` (the next tick of a running series,
+/// a countdown's finish, a departure). The server plays what the kind says a
+/// wake produces; it never asks which kind it is.
 extension Server {
-    /// Running countdowns are saved at least this often (domain: ≤ 5 s lost).
-    static let checkpointEveryTicks: UInt64 = 5
+    /// The tick intervals the kinds run at (server settings).
+    var tickIntervals: TickIntervals {
+        TickIntervals(deloreanMs: UInt64(config.deloreanTickMs), lapsMs: UInt64(config.lapTickMs))
+    }
 
-    /// Re-plans `channel`'s next wake-up after its state changed: the next
-    /// tick of a running clock, a countdown's finish, a dispatch's departure
-    /// or arrival. One scheduler entry per channel, never one timer each.
-    func clockChanged(_ channel: Channel) {
-        let key = channel.key
-        switch channel.state {
-        case .delorean(let state) where state.isAccelerating:
-            scheduler.schedule(key, at: nextTick(channel, every: UInt64(config.deloreanTickMs)))
-        case .laps(let state) where state.status == .running:
-            scheduler.schedule(key, at: nextTick(channel, every: UInt64(config.lapTickMs)))
-        case .timers(let state):
-            guard let finish = state.nextFinish() else { return stopClock(channel) }
-            if channel.tickBase == nil, let since = state.runningTimers.compactMap(\.countdown?.since).min() {
-                // Tick on the countdowns' own seconds, so each tick shows a
-                // whole second gone.
-                channel.tickBase = loopDeadline(for: since)
-                channel.ticksDone = 0
+    /// Re-plans `channel`'s next wake-up after its state changed.
+    func replanClock(_ channel: Channel) {
+        let plan = channel.state.clockPlan(tickIntervals)
+        var wake = plan.nextChange.map(loopDeadline(for:))
+        if let series = plan.ticks {
+            if channel.ticks == nil {
+                channel.ticks = TickProgress(base: series.anchor.map(loopDeadline(for:)) ?? loop.now)
             }
-            scheduler.schedule(key, at: min(nextTick(channel, every: 1000), loopDeadline(for: finish)))
-        case .starport(let state):
-            guard let change = state.nextStatusChange() else { return stopClock(channel) }
-            scheduler.schedule(key, at: loopDeadline(for: change))
-        default:
-            stopClock(channel)
+            let next = channel.ticks!.due(channel.ticks!.done + 1, every: series.intervalMs)
+            wake = min(wake ?? next, next)
+        } else {
+            channel.ticks = nil
+        }
+        if let wake {
+            scheduler.schedule(channel.key, at: wake)
+        } else {
+            scheduler.cancel(channel.key)
         }
     }
 
-    /// The scheduler woke `key` at loop time `now`.
+    /// The scheduler woke `key` at loop time `now`: what happened on its own
+    /// (finished countdowns, departures), then the due ticks.
     func clockDue(_ key: String, now: UInt64) {
+        assertOnLoopThread()
         guard let channel = channels[key] else { return }
-        let time = clock.now
-        switch channel.state {
-        case .delorean:
-            // Every due tick is played (catch-up after a stall), so a trip is
-            // always 88 rising speeds and then the time travel.
-            let interval = UInt64(config.deloreanTickMs)
-            while case .delorean(var state) = channel.state, state.isAccelerating,
-                  let base = channel.tickBase, base + (channel.ticksDone + 1) * interval <= now {
-                channel.ticksDone += 1
-                counters.countTick(due: base + channel.ticksDone * interval, now: Loop.hrtime / 1_000_000)
-                let (tick, events) = state.accelerate(at: time)
-                channel.state = .delorean(state)
-                broadcast(TickPush(channel: key, data: tick), to: key)
-                commitSystemEvents(events, on: channel)
+        commitSystemEvents(channel.state.advance(to: clock.now), on: channel)
+        if let series = channel.state.clockPlan(tickIntervals).ticks, var progress = channel.ticks,
+           progress.due(progress.done + 1, every: series.intervalMs) <= now {
+            let newest = (now - progress.base) / series.intervalMs
+            let first = series.catchUp == .everyTick ? progress.done + 1 : newest
+            let before = progress.done
+            for k in first...newest {
+                progress.done = k
+                channel.ticks = progress
+                playTick(k, of: channel, due: progress.due(k, every: series.intervalMs))
+                // A tick may end the series (the DeLorean reaching 88 mph).
+                if series.catchUp == .everyTick, channel.state.clockPlan(tickIntervals).ticks == nil { break }
             }
-        case .laps(let state):
-            // Ticks are ephemeral: after a stall only the newest is sent.
-            if let base = channel.tickBase {
-                channel.ticksDone = (now - base) / UInt64(config.lapTickMs)
-                if let tick = state.tick(at: time) {
-                    counters.countTick(due: base + channel.ticksDone * UInt64(config.lapTickMs), now: Loop.hrtime / 1_000_000)
-                    broadcast(TickPush(channel: key, data: tick), to: key)
-                }
+            if let every = series.storeEveryTicks,
+               (progress.done + channel.spread) / every != (before + channel.spread) / every {
+                storeLiveValues(of: channel)
             }
-        case .timers(var state):
-            let events = state.advance(to: time)
-            channel.state = .timers(state)
-            commitSystemEvents(events, on: channel)
-            if let base = channel.tickBase, base + (channel.ticksDone + 1) * 1000 <= now {
-                let before = channel.ticksDone
-                channel.ticksDone = (now - base) / 1000
-                // Values of the tick's own second, not of the moment it is
-                // processed: a late tick still shows each countdown exactly
-                // one second on from the previous one. (Half a millisecond
-                // past it, so rounding never puts it before its second; the
-                // loop only runs this once that second has passed.)
-                let second = clock.date(atLoopMilliseconds: base + channel.ticksDone * 1000).addingTimeInterval(0.0005)
-                if let tick = state.tickData(at: second) {
-                    counters.countTick(due: base + channel.ticksDone * 1000, now: Loop.hrtime / 1_000_000)
-                    broadcast(TickPush(channel: key, data: tick), to: key)
-                }
-                let phase = channel.checkpointPhase
-                if (channel.ticksDone + phase) / Self.checkpointEveryTicks != (before + phase) / Self.checkpointEveryTicks {
-                    checkpoint(channel, at: time)
-                }
-            }
-        case .starport(var state):
-            let events = state.advance(to: time)
-            channel.state = .starport(state)
-            commitSystemEvents(events, on: channel)
         }
-        clockChanged(channel)
+        replanClock(channel)
     }
 
-    /// A session stopped watching `key`: release the timers it viewed.
+    /// Tick `k` of `channel`'s series, due at loop time `due`: its push to
+    /// the watchers and its events to storage.
+    private func playTick(_ k: UInt64, of channel: Channel, due: UInt64) {
+        let outcome = channel.state.tick(at: clock.date(atLoopMilliseconds: due))
+        if let push = outcome.push {
+            counters.countTick(due: due, now: Loop.hrtime / 1_000_000)
+            broadcastTick(push, to: channel.key)
+        }
+        commitSystemEvents(outcome.events, on: channel)
+    }
+
+    private func broadcastTick<Data: Encodable & Sendable>(_ data: Data, to key: String) {
+        broadcast(TickPush(channel: key, data: data), to: key)
+    }
+
+    /// Saves the channel's live values (a running countdown's remaining
+    /// time) without an event, bounding what a crash loses.
+    private func storeLiveValues(of channel: Channel) {
+        let state = channel.state
+        let time = clock.now
+        submit([.saveState(channel: channel.key, state: JSONText(deferred: { state.storedText(at: time) }))],
+               for: .liveValues(channel))
+    }
+
+    /// A session stopped watching `key`: what it viewed may pause.
     func release(_ session: Session, from key: String) {
-        guard let channel = channels[key], channel.name.kind == .timers else { return }
-        let events = channel.state.release(session: session.id, at: clock.now)
-        commitSystemEvents(events, on: channel)
-        if events.isEmpty { clockChanged(channel) }
+        guard let channel = channels[key] else { return }
+        commitSystemEvents(channel.state.release(session: session.id, at: clock.now), on: channel)
+        replanClock(channel)
     }
 
     /// At start: apply what a restart changes (aborted trips, stopped
@@ -105,35 +96,13 @@ extension Server {
     func recoverChannelsAfterRestart() {
         let time = clock.now
         for channel in channels.values.sorted(by: { $0.key < $1.key }) {
-            let events = channel.state.recoverAfterRestart(at: time)
+            let events = channel.state.recoverAfterRestart(at: time, aliveUntil: nil)
             if !events.isEmpty {
                 logger.info("recovered after restart", metadata: ["channel": "\(channel.key)", "events": "\(events.count)"])
             }
             commitSystemEvents(events, on: channel)
-            if events.isEmpty { clockChanged(channel) }
+            replanClock(channel)
         }
-    }
-
-    /// Saves a running countdown's remaining time without an event.
-    private func checkpoint(_ channel: Channel, at time: Date) {
-        let state = channel.state
-        submit([.saveState(channel: channel.key, state: JSONText(deferred: { state.storedText(at: time) }))]) { _ in }
-    }
-
-    /// The deadline of the tick after the last one played; starts a series
-    /// (tick 0 = now) when none runs.
-    private func nextTick(_ channel: Channel, every interval: UInt64) -> UInt64 {
-        if channel.tickBase == nil {
-            channel.tickBase = loop.now
-            channel.ticksDone = 0
-        }
-        return channel.tickBase! + (channel.ticksDone + 1) * interval
-    }
-
-    private func stopClock(_ channel: Channel) {
-        channel.tickBase = nil
-        channel.ticksDone = 0
-        scheduler.cancel(channel.key)
     }
 
     /// The loop time at which the domain time `date` arrives.

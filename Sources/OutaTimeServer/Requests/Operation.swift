@@ -17,41 +17,60 @@ enum Operation: String, CaseIterable {
     static let allowedList = allCases.map(\.rawValue).joined(separator: ", ")
 }
 
+/// What a request handler did with its request.
+enum Handled {
+    /// Answered: the reply is queued in request order (or none was due).
+    case replied
+    /// Its reply waits for the commit of its events; the connection's next
+    /// requests run meanwhile (pipelining).
+    case pending
+    /// It cannot run until `channel` is ready (created, or its commits
+    /// done): it runs again then, the connection's later requests behind it.
+    case retry(Channel)
+    /// Its reply (at the slot) comes from a read off the loop; the
+    /// connection's later requests wait for it.
+    case reading(ReplySlot)
+}
+
 extension Server {
     /// Routes one parsed request. Handlers throw ``ProtocolError`` for a
-    /// failure; a handler that waits for storage blocks the session and
-    /// replies later.
-    func dispatch(_ request: Request, on session: Session) {
+    /// failure and otherwise say what they did (``Handled``).
+    func dispatch(_ request: Request, on session: Session) -> Handled {
         guard let operation = Operation(rawValue: request.type) else {
             session.fail(request.id, ProtocolError(.unknownType,
                 "unknown request type '\(request.type)'; valid types: \(Operation.allowedList)"))
-            return
+            return .replied
         }
-        if session.state == .awaitingHello && operation != .hello {
+        if case .awaitingHello = session.state, operation != .hello {
             session.fail(request.id, ProtocolError(.helloRequired,
                 "'\(operation.rawValue)' before 'hello': send {\"type\":\"hello\",\"protocol\":1} first"))
-            return
+            return .replied
         }
         if operation.requiredRole > session.role {
             session.fail(request.id, ProtocolError(.forbidden,
                 "'\(operation.rawValue)' needs role \(operation.requiredRole.rawValue) or higher; this connection has role \(session.role.rawValue)"))
-            return
+            return .replied
         }
         do {
             switch operation {
-            case .hello: try hello(request, on: session)
-            case .ping: session.reply(request.id, PingResult(time: ISOTime.format(clock.now)))
-            case .stats: session.reply(request.id, statsResult())
-            case .subscribe: try subscribe(request, on: session)
-            case .unsubscribe: try unsubscribe(request, on: session)
-            case .get: try get(request, on: session)
-            case .list: try list(request, on: session)
-            case .history: try history(request, on: session)
-            case .publish: try publish(request, on: session)
-            case .command: try command(request, on: session)
+            case .hello: return try hello(request, on: session)
+            case .ping:
+                session.reply(request.id, PingResult(time: ISOTime.format(clock.now)))
+                return .replied
+            case .stats:
+                session.reply(request.id, statsResult())
+                return .replied
+            case .subscribe: return try subscribe(request, on: session)
+            case .unsubscribe: return try unsubscribe(request, on: session)
+            case .get: return try get(request, on: session)
+            case .list: return try list(request, on: session)
+            case .history: return try history(request, on: session)
+            case .publish: return try publish(request, on: session)
+            case .command: return try command(request, on: session)
             }
         } catch {
             session.fail(request.id, error)
+            return .replied
         }
     }
 
@@ -61,9 +80,9 @@ extension Server {
             server: Self.version,
             uptimeS: Int(Date().timeIntervalSince(startedAt)),
             connections: sessions.count,
-            sessionsReady: sessions.values.reduce(0) { $0 + ($1.state == .ready ? 1 : 0) },
+            sessionsReady: sessions.values.reduce(0) { if case .ready = $1.state { $0 + 1 } else { $0 } },
             connectionsAccepted: counters.connectionsAccepted,
-            channels: channels.values.reduce(0) { $0 + ($1.isDurable ? 1 : 0) },
+            channels: channels.values.reduce(0) { $0 + ($1.pipeline.isDurable ? 1 : 0) },
             subscriptions: subscriptions.count,
             framesIn: counters.framesIn,
             framesOut: counters.framesOut,

@@ -2,8 +2,8 @@ import OutaTimeProtocol
 
 extension Server {
     /// `hello`: protocol check, authentication, identity.
-    func hello(_ request: Request, on session: Session) throws(ProtocolError) {
-        guard session.state == .awaitingHello else {
+    func hello(_ request: Request, on session: Session) throws(ProtocolError) -> Handled {
+        guard case .awaitingHello = session.state else {
             throw ProtocolError(.invalidRequest, "'hello' was already sent on this connection (session \(session.id))")
         }
         let version = try request.int("protocol", in: 0...Int64(Int32.max))
@@ -11,7 +11,7 @@ extension Server {
             session.fail(request.id, ProtocolError(.unsupportedProtocol,
                 "protocol \(version) is not supported; this server speaks protocol 1"))
             close(session, bye: .unsupportedProtocol)
-            return
+            return .replied
         }
         let client = try request.optionalString("client", maxLength: 100)
         let name = try request.optionalString("name", maxLength: 100)
@@ -25,7 +25,7 @@ extension Server {
                 session.fail(request.id, ProtocolError(.unauthorized,
                     "this server requires a token in 'hello' and \(problem)"))
                 close(session, bye: .unauthorized)
-                return
+                return .replied
             }
             role = entry.role
             displayName = entry.name
@@ -33,11 +33,12 @@ extension Server {
         if displayName.isEmpty { displayName = "anonymous" }
         session.role = role
         session.watcher = Watcher(session: session.id, name: displayName)
-        session.state = .ready
+        session.transition(to: .ready)
         logger.debug("hello", metadata: ["conn.id": "\(session.id)", "name": "\(displayName)",
                                          "role": "\(role.rawValue)", "client": "\(client ?? "-")"])
         session.reply(request.id, HelloResult(server: Self.version, protocol: 1, session: session.id,
                                               heartbeatMs: config.heartbeatMs, maxFrame: config.maxFrame,
                                               role: role.rawValue))
+        return .replied
     }
 }

@@ -10,8 +10,3 @@ enum ServerMessage: Sendable {
     /// SIGINT/SIGTERM or ``ServerHandle/shutdown()``.
     case shutdownRequested
 }
-
-/// A store failure, carried across threads as text.
-struct StoreFailure: Error, Sendable {
-    let message: String
-}

@@ -6,7 +6,7 @@ extension Server {
     /// close once the peer has closed too (or the linger time has passed), so
     /// the peer reliably reads the `bye` instead of a reset.
     func close(_ session: Session, bye reason: ByeReason) {
-        guard session.state == .awaitingHello || session.state == .ready else { return }
+        guard session.state.isOpen else { return }
         if reason == .slowConsumer { counters.slowConsumerCloses += 1 }
         logger.debug("closing connection", metadata: ["conn.id": "\(session.id)", "reason": "\(reason.rawValue)"])
         session.sendFinal(ByePush(reason: reason))
@@ -16,13 +16,11 @@ extension Server {
     /// Stops taking requests from `session`, flushes its output, then shuts
     /// down the write side and waits for the peer's EOF.
     func beginClosing(_ session: Session, reason: Session.CloseReason, bye: ByeReason? = nil) {
-        guard session.state == .awaitingHello || session.state == .ready else { return }
-        session.state = .closing
-        session.closeReason = reason
+        guard session.state.isOpen else { return }
+        session.transition(to: .closing(reason: reason, deadline: loop.now + UInt64(config.lingerMs)))
         count(close: bye?.rawValue ?? reason.rawValue)
-        session.backlog = []
+        session.requests.clear()
         detach(session)
-        session.closeDeadline = loop.now + UInt64(config.lingerMs)
         if !session.sawEOF { try? session.stream.resumeReading() }  // to notice the peer's EOF
         let stream = session.stream
         let finish = { [unowned self, session] in  // cleared on drain or close: no lasting cycle
@@ -30,7 +28,7 @@ extension Server {
             // The session may be destroyed (linger expired, peer reset)
             // before the shutdown completes: hold it until then.
             stream.shutdown { [unowned self, session] _ in
-                if session.sawEOF && session.state == .closing { self.destroy(session, reason: reason) }
+                if session.sawEOF, case .closing = session.state { self.destroy(session, reason: reason) }
             }
         }
         if stream.isDrained {
@@ -43,15 +41,18 @@ extension Server {
 
     /// Closes the socket now and forgets the session.
     func destroy(_ session: Session, reason: Session.CloseReason) {
-        guard session.state != .closed else { return }
-        if session.state != .closing { count(close: reason.rawValue) }
-        session.state = .closed
+        switch session.state {
+        case .closed: return
+        case .closing: break
+        case .awaitingHello, .ready: count(close: reason.rawValue)
+        }
+        session.transition(to: .closed)
         detach(session)
         sessions[session.serial] = nil
-        session.backlog = []
+        session.requests.clear()
         session.stream.close()
         logger.trace("connection closed", metadata: ["conn.id": "\(session.id)", "reason": "\(reason.rawValue)"])
-        if phase == .draining { checkDrained() }
+        if case .draining = phase { checkDrained() }
     }
 
     /// Removes every subscription of `session` and tells the remaining
@@ -69,43 +70,43 @@ extension Server {
 
     /// Periodic checks: hello and idle timeouts, linger expiry, shutdown progress.
     func sweep() {
+        assertOnLoopThread()
         let now = loop.now
         let helloTimeout = UInt64(config.helloTimeoutMs)
         for session in Array(sessions.values) {
             switch session.state {
             case .awaitingHello where now - session.connectedAt >= helloTimeout:
                 close(session, bye: .helloTimeout)
-            case .ready where now - session.lastActivity >= config.idleTimeoutMs && !session.isBlocked:
+            case .ready where now - session.lastActivity >= config.idleTimeoutMs && !session.requests.isBusy:
                 close(session, bye: .idleTimeout)
-            case .closing:
-                if let deadline = session.closeDeadline, now >= deadline { destroy(session, reason: .lingerExpired) }
+            case .closing(_, let deadline) where now >= deadline:
+                destroy(session, reason: .lingerExpired)
             default:
                 break
             }
         }
-        if phase == .draining { checkDrained() }
+        if case .draining = phase { checkDrained() }
     }
 
     /// SIGINT/SIGTERM: stop accepting and reading, let pending commits finish,
     /// then `bye server_shutdown` to everyone, flush and stop.
     func beginShutdown() {
-        guard phase == .running else { return }
-        phase = .draining
-        shutdownDeadline = loop.now + UInt64(config.shutdownTimeoutMs)
-        logger.notice("shutting down", metadata: ["connections": "\(sessions.count)", "pending_commits": "\(pendingCommits.count)"])
+        guard case .running = phase else { return }
+        transition(to: .draining(deadline: loop.now + UInt64(config.shutdownTimeoutMs)))
+        logger.notice("shutting down", metadata: ["connections": "\(sessions.count)", "pending_writes": "\(pendingWrites.count)"])
         listener.close()
         for session in sessions.values { session.stream.stopReading() }
         checkDrained()
     }
 
     func checkDrained() {
-        guard phase == .draining else { return }
+        guard case .draining(let deadline) = phase else { return }
         loop.updateTime()
-        let overdue = loop.now >= shutdownDeadline ?? 0
-        if !pendingCommits.isEmpty && !overdue { return }
+        let overdue = loop.now >= deadline
+        if !pendingWrites.isEmpty && !overdue { return }
         for session in Array(sessions.values) { close(session, bye: .serverShutdown) }
         guard sessions.isEmpty || overdue else { return }
-        phase = .stopped
+        transition(to: .stopped)
         for session in Array(sessions.values) { destroy(session, reason: .serverStopped) }
         closeOwnHandles()
         logger.notice("stopped")

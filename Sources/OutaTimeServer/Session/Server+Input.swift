@@ -1,20 +1,24 @@
+import DequeModule
 import OutaTimeProtocol
 import UV
 
+/// A connection's input: bytes → frames → requests, in order through the
+/// session's ``RequestQueue``.
 extension Server {
     /// Bytes from the socket (the loop's shared read buffer): decode frames in
     /// place; only a partial frame is copied by the decoder.
     func received(_ bytes: UnsafeRawBufferPointer, on session: Session) {
-        guard session.state == .awaitingHello || session.state == .ready else { return }  // closing: discard
+        assertOnLoopThread()
+        guard session.state.isOpen else { return }  // closing: discard
         counters.bytesIn += bytes.count
         session.lastActivity = loop.now
         do {
             try session.decoder.feed(bytes) { body in
-                guard session.state == .awaitingHello || session.state == .ready else { return }
-                if session.isBlocked {
-                    session.backlog.append(Array(body))
+                guard session.state.isOpen else { return }
+                if session.requests.isWaiting {
+                    session.requests.hold(body)
                 } else {
-                    self.process(body, on: session)
+                    self.run(body, on: session)
                 }
             }
         } catch {
@@ -23,23 +27,11 @@ extension Server {
             close(session, bye: .protocolError)
             return
         }
-        if session.isBlocked, session.backlog.count >= Self.backlogFrames
-            || session.backlog.reduce(0, { $0 + $1.count }) >= Self.backlogBytes {
-            session.stream.stopReading()
-        }
+        pauseReadingIfFull(session)
     }
 
-    /// While a request waits for storage, up to this many later frames (or
-    /// bytes) of the same connection wait in its backlog before the server
-    /// stops reading from it (TCP backpressure). Stopping and restarting
-    /// with every waiting command cost two `epoll_ctl` calls per command
-    /// (docs/BENCHMARKS.md); a client with one request in flight now never
-    /// reaches the limit.
-    static let backlogFrames = 16
-    static let backlogBytes = 256 * 1024
-
-    /// One complete frame body: parse the envelope and dispatch.
-    func process(_ body: UnsafeRawBufferPointer, on session: Session) {
+    /// One complete frame body: parse the envelope and run the request.
+    func run(_ body: UnsafeRawBufferPointer, on session: Session) {
         counters.framesIn += 1
         let request: Request
         do {
@@ -53,31 +45,65 @@ extension Server {
             }
             return
         }
-        dispatch(request, on: session)
+        run(request, on: session)
     }
 
-    /// Marks `session` as waiting for storage: its later frames wait.
-    func block(_ session: Session) {
-        session.isBlocked = true
-    }
-
-    /// Ends a wait: runs the frames that arrived meanwhile, in order, then
-    /// resumes reading unless one of them blocked again.
-    func unblock(_ session: Session) {
-        session.isBlocked = false
-        while !session.isBlocked, !session.backlog.isEmpty,
-              session.state == .awaitingHello || session.state == .ready {
-            let body = session.backlog.removeFirst()
-            body.withUnsafeBytes { process($0, on: session) }
+    /// Runs one request and parks the input if it has to wait.
+    private func run(_ request: Request, on session: Session) {
+        switch dispatch(request, on: session) {
+        case .replied, .pending:
+            break
+        case .retry(let channel):
+            session.requests.park(.retry(request))
+            channel.waiters.append(session)
+        case .reading(let slot):
+            session.requests.park(.read(slot))
         }
-        if session.backlog.isEmpty { session.backlog = [] }
-        guard !session.isBlocked, session.state == .awaitingHello || session.state == .ready,
-              phase == .running else { return }
+    }
+
+    /// Ends a wait: the parked request runs again (or fails with `failure`),
+    /// then the frames that arrived meanwhile, in order, until one parks.
+    func resume(_ session: Session, failing failure: ProtocolError? = nil) {
+        guard session.state.isOpen, let (parked, held) = session.requests.unpark() else { return }
+        if case .retry(let request) = parked {
+            if let failure {
+                session.fail(request.id, failure)
+            } else {
+                run(request, on: session)
+            }
+        }
+        var frames = held
+        while !session.requests.isWaiting, session.state.isOpen, let body = frames.popFirst() {
+            body.withUnsafeBytes { run($0, on: session) }
+        }
+        session.requests.requeue(frames)
+        resumeReadingIfRoom(session)
+    }
+
+    /// A read off the loop answered `slot`: resume the input it held.
+    func readAnswered(_ slot: ReplySlot, on session: Session) {
+        guard case .waiting(.read(let parked), _) = session.requests.input, parked == slot else { return }
+        resume(session)
+    }
+
+    /// Stops reading while the session's queue is full (TCP backpressure).
+    func pauseReadingIfFull(_ session: Session) {
+        guard !session.isReadingPaused, session.requests.isFull, session.state.isOpen else { return }
+        session.isReadingPaused = true
+        session.stream.stopReading()
+    }
+
+    /// Reads again once the queue has room.
+    func resumeReadingIfRoom(_ session: Session) {
+        guard session.isReadingPaused, !session.requests.isFull, session.state.isOpen,
+              case .running = phase else { return }
+        session.isReadingPaused = false
         try? session.stream.resumeReading()
     }
 
     /// EOF or a read error from the peer.
     func readEnded(on session: Session, error: UVError) {
+        assertOnLoopThread()
         session.sawEOF = true
         switch session.state {
         case .awaitingHello, .ready:
@@ -87,9 +113,9 @@ extension Server {
             } else {
                 destroy(session, reason: .readError)
             }
-        case .closing:
+        case .closing(let reason, _):
             // We said bye and were waiting for the peer to finish.
-            if session.stream.isDrained { destroy(session, reason: session.closeReason ?? .bye) }
+            if session.stream.isDrained { destroy(session, reason: reason) }
         case .closed:
             break
         }

@@ -1,17 +1,50 @@
 import OutaTimeProtocol
 import UV
 
-/// One client connection: its framing state, identity, role and output.
-/// Lives on the loop thread; the server drives its lifecycle.
+/// One client connection: its framing state, identity, role, requests and
+/// output. Lives on the loop thread; the server drives its lifecycle.
 final class Session {
-    /// `awaitingHello → ready → closing → closed` (STYLE: lifecycles are enums).
-    enum State: Equatable {
+    /// `awaitingHello → ready → closing → closed` (STYLE: lifecycles are
+    /// enums, their data in the case).
+    enum State {
         case awaitingHello
         case ready
-        /// A `bye` (or the peer's EOF) ended the conversation: input is
-        /// ignored, queued output is flushed, then the socket closes.
-        case closing
+        /// A `bye` (or the peer's EOF) ended the conversation for `reason`:
+        /// input is ignored, queued output is flushed, then the socket
+        /// closes once the peer has closed too, at the latest at `deadline`
+        /// (loop milliseconds).
+        case closing(reason: CloseReason, deadline: UInt64)
         case closed
+
+        /// True while requests are taken (`awaitingHello` or `ready`).
+        var isOpen: Bool {
+            switch self {
+            case .awaitingHello, .ready: true
+            case .closing, .closed: false
+            }
+        }
+
+        /// True after `hello`, until the conversation ends.
+        var isReady: Bool {
+            if case .ready = self { return true }
+            return false
+        }
+
+        /// True once the socket is closed.
+        var isClosed: Bool {
+            if case .closed = self { return true }
+            return false
+        }
+
+        /// The state's name, for traces.
+        var name: String {
+            switch self {
+            case .awaitingHello: "awaiting_hello"
+            case .ready: "ready"
+            case .closing(let reason, _): "closing(\(reason.rawValue))"
+            case .closed: "closed"
+            }
+        }
     }
 
     /// Why a connection ended; logged and counted (NATS `ClosedState`).
@@ -30,26 +63,24 @@ final class Session {
     let id: String
     let stream: TCPStream
     unowned let server: Server
-    var state = State.awaitingHello
+    private(set) var state = State.awaitingHello
     var decoder: FrameDecoder
     var role = Role.operate
     var watcher: Watcher
     let connectedAt: UInt64
     var lastActivity: UInt64
-    /// Set while a request waits for storage: later frames wait in `backlog`
-    /// (reading pauses once it holds `Server.backlogFrames`), so replies keep
-    /// request order.
-    var isBlocked = false
-    var backlog: [[UInt8]] = []
+    /// The connection's requests in order, and its replies not yet sent.
+    var requests = RequestQueue()
     /// Channels this session is subscribed to (kept by ``SubscriptionIndex``).
     var subscribed: [String] = []
     /// Queued for the once-per-iteration flush.
     var isDirty = false
     /// Nothing more may be queued (a `bye` is in the buffer).
     var isSealed = false
+    /// The peer closed its side (EOF seen).
     var sawEOF = false
-    var closeDeadline: UInt64?
-    var closeReason: CloseReason?
+    /// Reading stopped because ``requests`` is full.
+    var isReadingPaused = false
 
     init(serial: Int, id: String, stream: TCPStream, server: Server, maxFrame: Int, now: UInt64) {
         self.serial = serial
@@ -60,6 +91,12 @@ final class Session {
         self.watcher = Watcher(session: id, name: "anonymous")
         self.connectedAt = now
         self.lastActivity = now
+    }
+
+    /// Moves to `next`, traced (`conn.id`, `from`, `to`).
+    func transition(to next: State) {
+        server.logger.trace("connection state", metadata: ["conn.id": "\(id)", "from": "\(state.name)", "to": "\(next.name)"])
+        state = next
     }
 
     /// Queues one encoded frame; no copy (the same `Frame` may go to many
@@ -75,7 +112,7 @@ final class Session {
     /// takes no more output.
     @inline(__always)
     func queue(_ frame: Frame, limit: Int) -> Bool {
-        guard !isSealed, state != .closed else { return false }
+        guard !isSealed, !state.isClosed else { return false }
         stream.enqueue(frame)
         if !isDirty { server.markDirty(self) }
         if stream.bufferedByteCount > limit {
@@ -87,7 +124,7 @@ final class Session {
     /// Queues the last frame of a conversation (the `bye`) and seals the
     /// output: no limit check, nothing may follow.
     func sendFinal<Message: Encodable>(_ message: Message) {
-        guard !isSealed, state != .closed else { return }
+        guard !isSealed, !state.isClosed else { return }
         isSealed = true
         do {
             enqueue(try server.encoder.frame(message))
@@ -105,7 +142,7 @@ final class Session {
 
     /// Encodes and queues one message.
     func send<Message: Encodable>(_ message: Message) {
-        guard !isSealed, state != .closed else { return }
+        guard !isSealed, !state.isClosed else { return }
         do {
             send(try server.encoder.frame(message))
         } catch {
@@ -113,18 +150,55 @@ final class Session {
         }
     }
 
-    /// Replies to a request: success if it had an id (silent otherwise).
+    /// Replies to a request: success if it had an id (silent otherwise), in
+    /// request order.
     func reply<Result: Encodable>(_ id: RequestID?, _ result: Result) {
         guard let id else { return }
-        send(ReplyOK(id: id, result: result))
+        answer(ReplyOK(id: id, result: result))
     }
 
-    /// Reports a failure: a reply when the request had an id, else an `error` push.
+    /// Reports a failure: a reply (in request order) when the request had an
+    /// id, else an `error` push at once.
     func fail(_ id: RequestID?, _ error: ProtocolError) {
         if let id {
-            send(ReplyError(id: id, error: error))
+            answer(ReplyError(id: id, error: error))
         } else {
             send(ErrorPush(error: error))
+        }
+    }
+
+    /// Sends a reply now, or keeps it until the replies before it are sent.
+    private func answer<Message: Encodable>(_ message: Message) {
+        guard !isSealed, state.isOpen, let frame = encoded(message) else { return }
+        if let now = requests.answer(frame) { send(now) }
+    }
+
+    /// Answers a request whose reply was reserved (``RequestQueue/reserve()``):
+    /// success if it had an id (nothing otherwise), then sends every reply
+    /// now due, in order.
+    func fill<Result: Encodable>(_ slot: ReplySlot, id: RequestID?, _ result: Result) {
+        fill(slot, id.flatMap { encoded(ReplyOK(id: $0, result: result)) })
+    }
+
+    /// Fails a request whose reply was reserved: an error reply if it had
+    /// an id, else an `error` push.
+    func fill(_ slot: ReplySlot, id: RequestID?, failure: ProtocolError) {
+        if id == nil { send(ErrorPush(error: failure)) }
+        fill(slot, id.flatMap { encoded(ReplyError(id: $0, error: failure)) })
+    }
+
+    private func fill(_ slot: ReplySlot, _ frame: Frame?) {
+        guard !isSealed, state.isOpen else { return }
+        for ready in requests.fill(slot, with: frame) { send(ready) }
+        server.resumeReadingIfRoom(self)
+    }
+
+    private func encoded<Message: Encodable>(_ message: Message) -> Frame? {
+        do {
+            return try server.encoder.frame(message)
+        } catch {
+            server.logger.error("encoding failed", metadata: ["conn.id": "\(id)", "error": "\(error)"])
+            return nil
         }
     }
 }

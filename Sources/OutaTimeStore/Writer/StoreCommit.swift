@@ -1,16 +1,18 @@
+import GRDB
+
 /// The outcome of one submission to the ``StoreWriter``.
 public struct StoreCommit: Sendable, Equatable {
     /// The ticket given to ``StoreWriter/submit(_:ticket:)``.
     public var ticket: UInt64
     /// Why the submission was not stored, or nil when it is committed (on
     /// disk, fsynced) and its events may be broadcast.
-    public var error: String?
+    public var error: StoreFailure?
     /// How many submissions the writer took together in the group this one
     /// was part of (0 for a submission refused because the writer is closed).
     public var batchSize: Int
 
     /// Creates an outcome.
-    public init(ticket: UInt64, error: String?, batchSize: Int) {
+    public init(ticket: UInt64, error: StoreFailure?, batchSize: Int) {
         self.ticket = ticket
         self.error = error
         self.batchSize = batchSize
@@ -18,6 +20,38 @@ public struct StoreCommit: Sendable, Equatable {
 
     /// True when the submission is committed.
     public var succeeded: Bool { error == nil }
+}
+
+/// Why a write (or a read) failed: typed, so that the loop thread can tell
+/// a refused write (a bug: memory and storage disagree) from a failing
+/// database (disk full, read-only file) and from a closed writer.
+public enum StoreFailure: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The store refused the write before SQLite saw it (see ``StoreError``).
+    case refused(StoreError)
+    /// SQLite failed: its primary result code (`SQLITE_FULL`, `SQLITE_READONLY`,
+    /// …; 0 when the error came from elsewhere) and its message.
+    case database(code: Int32, message: String)
+    /// The writer was closed before the submission reached it.
+    case writerClosed
+
+    /// Classifies an error thrown while applying a write.
+    public init(_ error: any Error) {
+        switch error {
+        case let refused as StoreError: self = .refused(refused)
+        case let database as DatabaseError:
+            self = .database(code: database.resultCode.primaryResultCode.rawValue, message: "\(database)")
+        default: self = .database(code: 0, message: "\(error)")
+        }
+    }
+
+    /// One line naming what failed.
+    public var description: String {
+        switch self {
+        case .refused(let error): "\(error)"
+        case .database(_, let message): message
+        case .writerClosed: "store writer is closed"
+        }
+    }
 }
 
 /// Counters of the writer since it started, for the server's `stats`.

@@ -63,7 +63,7 @@ public final class StoreWriter: Sendable {
     /// right away, on the caller's thread.
     public func submit(_ writes: [StoreWrite], ticket: UInt64) {
         if !inbox.append(Submission(ticket: ticket, writes: writes)) {
-            onCommit([StoreCommit(ticket: ticket, error: "store writer is closed", batchSize: 0)])
+            onCommit([StoreCommit(ticket: ticket, error: .writerClosed, batchSize: 0)])
         }
     }
 
@@ -132,7 +132,7 @@ private struct WriterLoop: Sendable {
         } catch {
             if size == 1 {
                 inbox.record(batchSize: 1, committed: 0, failed: 1, fellBack: false)
-                return ([StoreCommit(ticket: batch[0].ticket, error: "\(error)", batchSize: 1)], false)
+                return ([StoreCommit(ticket: batch[0].ticket, error: StoreFailure(error), batchSize: 1)], false)
             }
         }
         var foldDue = false
@@ -142,7 +142,7 @@ private struct WriterLoop: Sendable {
                                           foldEvery: foldEvery, foldLater: true) || foldDue
                 return StoreCommit(ticket: submission.ticket, error: nil, batchSize: size)
             } catch {
-                return StoreCommit(ticket: submission.ticket, error: "\(error)", batchSize: size)
+                return StoreCommit(ticket: submission.ticket, error: StoreFailure(error), batchSize: size)
             }
         }
         let failed = commits.filter { !$0.succeeded }.count

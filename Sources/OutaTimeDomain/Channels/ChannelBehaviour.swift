@@ -1,0 +1,195 @@
+import Foundation
+import OutaTimeProtocol
+
+/// One channel kind's rules, all in one place: its actions, its events, how
+/// it is shown and stored, and its clock. Each kind's state type conforms
+/// (the four `Kinds/*+Behaviour.swift` files say what differs); the server
+/// drives any kind through this protocol and never switches on the kind.
+///
+/// Every method is pure: time comes in as a parameter, nothing is read from
+/// a clock or written anywhere, so a kind is tested without a server.
+public protocol ChannelBehaviour: Sendable, Codable {
+    /// The kind this state belongs to.
+    static var kind: ChannelKind { get }
+
+    /// Every action of the kind, with its access.
+    static var actions: [String: ActionAccess] { get }
+
+    /// Actions that make the issuing connection a viewer of something on the
+    /// channel (a timer's `start`/`stop`): the connection must watch the
+    /// channel first, so that leaving it can release what it viewed.
+    static var viewerActions: Set<String> { get }
+
+    /// The state of a new channel at `now`.
+    static func initialState(now: Date) -> Self
+
+    /// Performs `action` (already known to be in ``actions``). Throws a
+    /// ``ProtocolError`` with a contract code and a message naming the bad
+    /// value and what is allowed; on a throw the state is unchanged.
+    mutating func perform(_ action: String, _ args: ActionArgs, _ context: ActionContext) throws(ProtocolError) -> ActionOutcome
+
+    /// Applies a stored or received event that happened at `time` (replay
+    /// after a restart, client-side recovery).
+    mutating func apply(_ event: DomainEvent, at time: Date)
+
+    /// The `state` sent to clients, with live values as of `now`.
+    func snapshot(at now: Date) -> JSONValue
+
+    // MARK: Time
+
+    /// When the clock next needs the server, given the tick intervals it runs.
+    func clockPlan(_ intervals: TickIntervals) -> ClockPlan
+
+    /// Changes that happen on their own by `now` (a countdown reaching 0, a
+    /// ship departing), already applied, in the order they happened.
+    mutating func advance(to now: Date) -> [DomainEvent]
+
+    /// One tick of the series ``clockPlan(_:)`` asked for, standing for the
+    /// moment `time`: the push to show and any events it caused.
+    mutating func tick(at time: Date) -> TickOutcome
+
+    /// Called once per channel when the server starts: what could not
+    /// survive the restart. `aliveUntil` is the last moment the previous
+    /// server is known to have run (nil: unknown).
+    mutating func recoverAfterRestart(at now: Date, aliveUntil: Date?) -> [DomainEvent]
+
+    /// A connection stopped watching the channel (unsubscribe or disconnect):
+    /// what it viewed may pause.
+    mutating func release(session: String, at now: Date) -> [DomainEvent]
+
+    // MARK: Storage
+
+    /// The state as stored at `now`: live values baked in (a running
+    /// countdown's remaining time), so that it can be read back alone.
+    func stored(at now: Date) -> Self
+
+    /// The whole state is stored with a commit once at least this many
+    /// events were stored since it last was; the events in between rebuild
+    /// it on load (``apply(_:at:)``). 1 stores it with every commit. A kind
+    /// whose state grows with use returns at least its size in elements, so
+    /// that storing it costs O(1) per event, amortised.
+    var eventsPerStoredState: Int64 { get }
+}
+
+extension ChannelBehaviour {
+    /// No viewer actions.
+    public static var viewerActions: Set<String> { [] }
+
+    /// No clock.
+    public func clockPlan(_ intervals: TickIntervals) -> ClockPlan { .idle }
+
+    /// Nothing happens on its own.
+    public mutating func advance(to now: Date) -> [DomainEvent] { [] }
+
+    /// No ticks.
+    public mutating func tick(at time: Date) -> TickOutcome { TickOutcome() }
+
+    /// Nothing is lost in a restart.
+    public mutating func recoverAfterRestart(at now: Date, aliveUntil: Date?) -> [DomainEvent] { [] }
+
+    /// Nobody views anything.
+    public mutating func release(session: String, at now: Date) -> [DomainEvent] { [] }
+
+    /// Stored as it is.
+    public func stored(at now: Date) -> Self { self }
+
+    /// `unknown_action` naming the action and listing the valid ones.
+    static func unknownAction(_ action: String, kind: ChannelKind) -> ProtocolError {
+        ProtocolError(.unknownAction,
+            "channel kind '\(kind.rawValue)' has no action '\(action)'; valid actions: \(actions.keys.sorted().joined(separator: ", "))")
+    }
+
+    /// `unknown_action` for this kind.
+    public static func unknownAction(_ action: String) -> ProtocolError {
+        unknownAction(action, kind: kind)
+    }
+}
+
+/// How often the ticking kinds tick: server settings (`--delorean-tick-ms`,
+/// `--lap-tick-ms`), not domain rules.
+public struct TickIntervals: Sendable, Equatable {
+    /// Milliseconds between DeLorean acceleration ticks (domain: 100).
+    public var deloreanMs: UInt64
+    /// Milliseconds between lap stopwatch ticks.
+    public var lapsMs: UInt64
+
+    /// Creates the intervals.
+    public init(deloreanMs: UInt64, lapsMs: UInt64) {
+        self.deloreanMs = deloreanMs
+        self.lapsMs = lapsMs
+    }
+}
+
+/// When a channel's clock next needs the server.
+public struct ClockPlan: Sendable, Equatable {
+    /// The tick series running now, if any.
+    public var ticks: TickSeries?
+    /// The next moment the state changes on its own (``ChannelBehaviour/advance(to:)``), if any.
+    public var nextChange: Date?
+
+    /// Creates a plan.
+    public init(ticks: TickSeries? = nil, nextChange: Date? = nil) {
+        self.ticks = ticks
+        self.nextChange = nextChange
+    }
+
+    /// Nothing to wake for.
+    public static let idle = ClockPlan()
+}
+
+/// A series of ticks: tick k (k ≥ 1) falls at `anchor + k × interval`, so a
+/// late wake never shifts the ones after it.
+public struct TickSeries: Sendable, Equatable {
+    /// What a late wake does with the ticks it missed.
+    public enum CatchUp: Sendable, Equatable {
+        /// Play every missed tick in order (each changes the state: a
+        /// DeLorean trip is always 88 speeds, then the time travel).
+        case everyTick
+        /// Play only the newest (a tick only shows the time).
+        case newestOnly
+    }
+
+    /// Milliseconds between ticks.
+    public var intervalMs: UInt64
+    /// The moment tick 0 stands for; nil: the moment the series starts.
+    public var anchor: Date?
+    /// What a late wake plays.
+    public var catchUp: CatchUp
+    /// While the series runs, the live values are stored (without an
+    /// event) every this many ticks, bounding what a crash loses; nil: never.
+    public var storeEveryTicks: UInt64?
+
+    /// Creates a series.
+    public init(intervalMs: UInt64, anchor: Date? = nil, catchUp: CatchUp, storeEveryTicks: UInt64? = nil) {
+        self.intervalMs = intervalMs
+        self.anchor = anchor
+        self.catchUp = catchUp
+        self.storeEveryTicks = storeEveryTicks
+    }
+}
+
+/// What one tick produced.
+public struct TickOutcome: Sendable {
+    /// The `tick` push's `data`; nil when there is nothing to show.
+    public var push: (any Encodable & Sendable)?
+    /// Durable events the tick caused (already applied).
+    public var events: [DomainEvent]
+
+    /// Creates an outcome.
+    public init(push: (any Encodable & Sendable)? = nil, events: [DomainEvent] = []) {
+        self.push = push
+        self.events = events
+    }
+}
+
+extension ChannelKind {
+    /// The state type of this kind: the one place a kind name turns into rules.
+    public var behaviour: any ChannelBehaviour.Type {
+        switch self {
+        case .delorean: DeLoreanState.self
+        case .starport: StarportState.self
+        case .timers: TimerListState.self
+        case .laps: LapSessionState.self
+        }
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+import OutaTimeDomain
+import OutaTimeProtocol
+import OutaTimeStore
+
+/// The channels: loaded at start, created on first use, rebuilt from
+/// storage after a failed commit.
+extension Server {
+    /// Loads every stored channel (its state as of its seq).
+    func loadChannels() throws {
+        for record in try store.loadChannels() {
+            guard let name = try? ChannelName.parse(record.name) else {
+                logger.warning("skipping stored channel with an invalid name", metadata: ["channel": "\(record.name)"])
+                continue
+            }
+            channels[record.name] = Channel(
+                name: name, state: try restoredState(record, kind: name.kind),
+                pipeline: CommitPipeline(storedSeq: record.seq, storedStateSeq: record.stateSeq))
+        }
+        logger.info("channels loaded", metadata: ["count": "\(channels.count)"])
+    }
+
+    /// The channel named `name`, created with its kind's initial state on
+    /// first reference. A new channel is usable once its creation is
+    /// committed (``CommitPipeline/isDurable``); meanwhile requests retry.
+    func openChannel(_ name: ChannelName) -> Channel {
+        let key = name.description
+        if let channel = channels[key] { return channel }
+        let state = name.kind.initialState(now: clock.now)
+        let channel = Channel(name: name, state: state, pipeline: .creating())
+        channels[key] = channel
+        let record = ChannelRecord(name: key, kind: name.kind.rawValue, seq: 0, state: state.jsonText())
+        submit([.createChannel(record)], for: .creation(channel))
+        return channel
+    }
+
+    /// The creation of `channel` is committed, or failed (then the channel
+    /// is forgotten and the requests waiting for it fail).
+    func creationCommitted(_ channel: Channel, failure: StoreFailure?) {
+        var error: ProtocolError?
+        if let failure {
+            channels[channel.key] = nil
+            error = ProtocolError(.internal, "could not store the new channel \(channel.key): \(failure)")
+        } else {
+            channel.pipeline.created()
+            logger.debug("channel created", metadata: ["channel": "\(channel.key)"])
+        }
+        for session in channel.takeWaiters() { resume(session, failing: error) }
+    }
+
+    /// A stored channel's state as of its seq: the stored state, plus the
+    /// events after it applied in order.
+    func restoredState(_ record: ChannelRecord, kind: ChannelKind) throws -> any ChannelBehaviour {
+        var state = try kind.decodeState(jsonText: record.state)
+        guard record.stateSeq < record.seq else { return state }
+        let missing = record.seq - record.stateSeq
+        let events = try store.history(channel: record.name, after: record.stateSeq, limit: Int(missing))
+        guard events.count == Int(missing), events.first?.seq == record.stateSeq + 1, events.last?.seq == record.seq else {
+            throw ReplayError(channel: record.name, seq: record.seq, stateSeq: record.stateSeq, found: events.count)
+        }
+        for event in events {
+            let data = try JSONValue.parse(Data(event.data.text.utf8))
+            state.apply(DomainEvent(event.event, data), at: ISOTime.parse(event.at) ?? clock.now)
+        }
+        return state
+    }
+
+    /// After a failed commit memory is ahead of storage: take the stored
+    /// state and seq back. The batches still in flight were built on the
+    /// state thrown away; the store refuses them (their seqs no longer
+    /// follow), and the pipeline does not reload again for them.
+    func reload(_ channel: Channel) {
+        do {
+            if let record = try store.channel(named: channel.key) {
+                channel.state = try restoredState(record, kind: channel.name.kind)
+                channel.pipeline.reload(seq: record.seq, storedStateSeq: record.stateSeq)
+            }
+        } catch {
+            logger.error("reloading a channel failed", metadata: ["channel": "\(channel.key)", "error": "\(error)"])
+        }
+    }
+
+    /// The seq `history` starts after at the earliest: the events before it
+    /// may still be on disk (``foldEvery``) but are beyond the history limit.
+    func historyStart(of channel: Channel) -> Int64 {
+        max(0, channel.seq - Int64(config.historyLimit))
+    }
+}
+
+/// A stored channel whose log does not reach its seq.
+struct ReplayError: Error, CustomStringConvertible {
+    let channel: String
+    let seq: Int64
+    let stateSeq: Int64
+    let found: Int
+
+    var description: String {
+        "channel '\(channel)' is at seq \(seq) but its log after the stored state (seq \(stateSeq)) has \(found) events"
+    }
+}

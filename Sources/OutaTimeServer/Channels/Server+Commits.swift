@@ -1,0 +1,82 @@
+import Foundation
+import OutaTimeDomain
+import OutaTimeProtocol
+import OutaTimeStore
+
+/// The server's side of a channel's ``CommitPipeline``: hand a batch to the
+/// writer, and when the writer reports it, broadcast its events, answer the
+/// commands that waited for it, re-plan the clock and wake the requests
+/// waiting for the channel to settle.
+extension Server {
+    /// Commits `events` (already applied to the channel's state) in one
+    /// write, with the whole state when the kind's cadence says so; `reply`
+    /// is answered once they are committed. Clocks start only after the
+    /// commit, so no tick of a trip precedes the event that started it.
+    func commit(_ events: [DomainEvent], on channel: Channel, at time: Date, reply: PendingReply? = nil) {
+        guard !events.isEmpty else { return }
+        let storesState = channel.pipeline.storesState(adding: events.count, every: channel.state.eventsPerStoredState)
+        let batch = channel.pipeline.append(events, at: ISOTime.format(time), reply: reply, storesState: storesState)
+        var stateText: JSONText?
+        if storesState {
+            // Encoded on the writer thread, off the loop.
+            let state = channel.state
+            stateText = JSONText(deferred: { state.storedText(at: time) })
+        }
+        let key = channel.key
+        let records = events.enumerated().map { offset, event in
+            EventRecord(channel: key, seq: batch.firstSeq + Int64(offset), event: event.name,
+                        data: Self.storedText(event.data), at: batch.at)
+        }
+        submit([.appendEvents(channel: key, seq: batch.lastSeq, state: stateText, events: records)],
+               for: .events(channel))
+    }
+
+    /// The writer reported the channel's oldest batch in flight.
+    func eventsCommitted(on channel: Channel, failure: StoreFailure?) {
+        if let failure {
+            let (batch, needsReload) = channel.pipeline.failed()
+            if needsReload { reload(channel) }
+            let error = ProtocolError(.internal, "could not store the events of '\(channel.key)': \(failure)")
+            for reply in batch.replies { reply.session.fill(reply.slot, id: reply.id, failure: error) }
+        } else {
+            let batch = channel.pipeline.committed()
+            counters.eventsCommitted += batch.events.count
+            // Pushes are built only for a channel that has watchers now (a
+            // command's issuer often has none). The issuer gets its event
+            // before its reply.
+            if subscriptions.subscriberCount(of: channel.key) > 0 {
+                for (offset, event) in batch.events.enumerated() {
+                    broadcast(EventPush(channel: channel.key, seq: batch.firstSeq + Int64(offset), event: event.name,
+                                        data: event.data, at: batch.at), to: channel.key)
+                }
+            }
+            for reply in batch.replies { reply.session.fill(reply.slot, id: reply.id, reply.result) }
+        }
+        replanClock(channel)
+        if channel.pipeline.isSettled {
+            for session in channel.takeWaiters() { resume(session) }
+        }
+    }
+
+    /// Events with no request waiting (releases, clocks, restarts).
+    func commitSystemEvents(_ events: [DomainEvent], on channel: Channel) {
+        commit(events, on: channel, at: clock.now)
+    }
+
+    /// An event's data for the store, encoded on the writer thread.
+    static func storedText(_ value: JSONValue) -> JSONText {
+        JSONText(deferred: {
+            (try? MessageEncoder().text(value)) ?? "null"
+        })
+    }
+
+    /// New events are appended to the store's unindexed tail and moved into
+    /// the indexed log (and pruned to the history limit) every this many
+    /// events: see `Store.apply(_:historyLimit:foldEvery:foldLater:)`. A channel may
+    /// then hold up to this many events more than the limit, which
+    /// `history` does not show (``historyStart(of:)``); readers scan at
+    /// most this many tail rows. Measured under 50 clients on 50 channels
+    /// (docs/BENCHMARKS.md): 2,048 gave a fold every 0.08 s and a p99 of
+    /// 15 ms, 8,192 a fold (about 50 ms) every 0.3 s and a p99 of 3.7 ms.
+    static let foldEvery = 8_192
+}

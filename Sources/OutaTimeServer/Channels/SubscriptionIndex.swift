@@ -1,0 +1,110 @@
+import OutaTimeProtocol
+
+/// One channel's subscribers in a flat array, so the broadcast loop walks
+/// contiguous memory (no hash-table walk), with each session's position for
+/// O(1) removal (swap with the last).
+final class SubscriberList {
+    private(set) var members: ContiguousArray<Session> = []
+    private var positions: [Int: Int] = [:]
+
+    var count: Int { members.count }
+
+    func contains(_ session: Session) -> Bool { positions[session.serial] != nil }
+
+    /// Adds `session`; false if it was already a member.
+    func insert(_ session: Session) -> Bool {
+        guard positions[session.serial] == nil else { return false }
+        positions[session.serial] = members.count
+        members.append(session)
+        return true
+    }
+
+    /// Removes `session`; false if it was not a member.
+    func remove(_ session: Session) -> Bool {
+        guard let index = positions.removeValue(forKey: session.serial) else { return false }
+        let last = members.removeLast()
+        if index < members.count {
+            members[index] = last
+            positions[last.serial] = index
+        }
+        return true
+    }
+}
+
+/// Who is subscribed to what, indexed both ways, so that a broadcast walks
+/// one channel's subscribers and a disconnect walks one session's channels
+/// (Redis `pubsub.c`). A session's own channels live in the session
+/// (``Session/subscribed``): most hold a handful, so a small array costs
+/// less memory per idle connection than a set.
+struct SubscriptionIndex {
+    private var subscribersByChannel: [String: SubscriberList] = [:]
+    /// Total subscriptions, for `stats`.
+    private(set) var count = 0
+
+    /// Subscribers of `channel`, in no particular order.
+    func subscribers(of channel: String) -> SubscriberList? {
+        subscribersByChannel[channel]
+    }
+
+    func subscriberCount(of channel: String) -> Int {
+        subscribersByChannel[channel]?.count ?? 0
+    }
+
+    func isSubscribed(_ session: Session, to channel: String) -> Bool {
+        subscribersByChannel[channel]?.contains(session) ?? false
+    }
+
+    /// Adds the pair; returns false if it existed already.
+    mutating func add(_ session: Session, to channel: String) -> Bool {
+        let list: SubscriberList
+        if let existing = subscribersByChannel[channel] {
+            list = existing
+        } else {
+            list = SubscriberList()
+            subscribersByChannel[channel] = list
+        }
+        guard list.insert(session) else { return false }
+        session.subscribed.append(channel)
+        count += 1
+        return true
+    }
+
+    /// Removes the pair; returns false if it did not exist.
+    mutating func remove(_ session: Session, from channel: String) -> Bool {
+        guard let list = subscribersByChannel[channel], list.remove(session) else { return false }
+        if list.count == 0 { subscribersByChannel[channel] = nil }
+        if let index = session.subscribed.firstIndex(of: channel) { session.subscribed.remove(at: index) }
+        count -= 1
+        return true
+    }
+
+    /// Removes every subscription of `session`; returns the channels it had.
+    mutating func removeAll(of session: Session) -> [String] {
+        let channels = session.subscribed
+        session.subscribed = []
+        for channel in channels {
+            guard let list = subscribersByChannel[channel], list.remove(session) else { continue }
+            if list.count == 0 { subscribersByChannel[channel] = nil }
+            count -= 1
+        }
+        return channels
+    }
+
+    /// Up to `limit` watchers of `channel`: all of them in the order they
+    /// connected when there are at most `limit`; otherwise `first` (the
+    /// caller) and then others in no particular order, without sorting a
+    /// crowd.
+    func watchers(of channel: String, limit: Int, first: Session? = nil) -> [Watcher] {
+        guard let list = subscribersByChannel[channel] else { return [] }
+        if list.count <= limit {
+            return list.members.sorted { $0.serial < $1.serial }.map(\.watcher)
+        }
+        var result: [Watcher] = []
+        result.reserveCapacity(limit)
+        if let first, list.contains(first) { result.append(first.watcher) }
+        for member in list.members where result.count < limit && member !== first {
+            result.append(member.watcher)
+        }
+        return result
+    }
+}

@@ -1,0 +1,40 @@
+import Foundation
+import OutaTimeDomain
+import OutaTimeProtocol
+
+extension Server {
+    /// `command`: runs a kind's action on the channel. A read-only action
+    /// (or one that changes nothing) replies at once. A state-changing one
+    /// is applied now and its events join the next group commit; its reply
+    /// waits for that commit, after the events' broadcast (the issuer sees
+    /// its `event` before its `reply`), while the connection's next
+    /// requests run (protocol §17, "Pipelining").
+    func command(_ request: Request, on session: Session) throws(ProtocolError) -> Handled {
+        let name = try request.channel()
+        let action = try request.string("action")
+        let args = ActionArgs(try request.optionalObject("args") ?? [:])
+        let kind = name.kind.behaviour
+        guard let access = kind.actions[action] else { throw kind.unknownAction(action) }
+        if access == .mutating && session.role < .operate {
+            throw ProtocolError(.forbidden,
+                "action '\(action)' changes the channel and needs role operate; this connection has role \(session.role.rawValue)")
+        }
+        if kind.viewerActions.contains(action), !subscriptions.isSubscribed(session, to: name.description) {
+            throw ProtocolError(.notSubscribed,
+                "'\(action)' makes this connection a viewer on '\(name)': subscribe to '\(name)' first")
+        }
+        let channel = openChannel(name)
+        guard channel.pipeline.isDurable else { return .retry(channel) }
+
+        let context = ActionContext(now: clock.now, session: session.id, actor: session.watcher.name)
+        let outcome = try channel.state.perform(action, args, context)
+        guard !outcome.events.isEmpty else {
+            replanClock(channel)
+            session.reply(request.id, outcome.reply)
+            return .replied
+        }
+        let reply = PendingReply(session: session, id: request.id, slot: session.requests.reserve(), result: outcome.reply)
+        commit(outcome.events, on: channel, at: context.now, reply: reply)
+        return .pending
+    }
+}

@@ -1,0 +1,140 @@
+import OutaTimeDomain
+import OutaTimeProtocol
+
+/// Subscriptions, snapshots, history and ephemeral messages. Snapshots and
+/// history show committed events only: on a channel with commits in flight
+/// they retry once it is settled.
+extension Server {
+    /// Largest `since`/`after` accepted: the contract's integer range.
+    static let maxSeq: Int64 = 1 << 53
+
+    /// `subscribe`: join (creating the channel on first use), announce the
+    /// new watcher to the others, reply with a snapshot or the missed events.
+    func subscribe(_ request: Request, on session: Session) throws(ProtocolError) -> Handled {
+        let name = try request.channel()
+        let since = try request.optionalInt("since", in: 0...Self.maxSeq)
+        let key = name.description
+        if !subscriptions.isSubscribed(session, to: key),
+           session.subscribed.count >= config.maxSubscriptionsPerSession {
+            throw ProtocolError(.tooManySubscriptions,
+                "this connection already has \(config.maxSubscriptionsPerSession) subscriptions (the limit); unsubscribe from one first")
+        }
+        let channel = openChannel(name)
+        guard channel.pipeline.isSettled else { return .retry(channel) }
+        if subscriptions.add(session, to: key) {
+            broadcastPresence(channel: key, joined: [session.watcher], left: [], except: session)
+        }
+        // Nothing missed (since == seq) is a recovery with no events; a
+        // `since` ahead of the channel means the store was reset; too many
+        // missed events get the full state.
+        guard let since, since < channel.seq, channel.seq - since <= Int64(config.historyLimit) else {
+            let recovered = since.map { $0 == channel.seq }
+            session.reply(request.id, subscribeResult(channel, session: session, recovered: recovered,
+                                                      events: recovered == true ? [] : nil))
+            return .replied
+        }
+        // A complete, gap-free run up to the channel's seq is a recovery;
+        // anything else gets the full state.
+        let missed = channel.seq - since
+        let slot = session.requests.reserve()
+        readHistory(channel: key, after: since, limit: Int(missed)) { [unowned self] result in
+            let events = (try? result.get()) ?? []
+            let complete = events.count == Int(missed) && events.first?.seq == since + 1
+                && events.last?.seq == channel.seq
+            session.fill(slot, id: request.id, self.subscribeResult(channel, session: session, recovered: complete,
+                                                                    events: complete ? events : nil))
+            self.readAnswered(slot, on: session)
+        }
+        return .reading(slot)
+    }
+
+    private func subscribeResult(_ channel: Channel, session: Session, recovered: Bool?, events: [HistoryEvent]?) -> SubscribeResult {
+        SubscribeResult(channel: channel.key, kind: channel.name.kind, seq: channel.seq,
+                        watchers: subscriptions.watchers(of: channel.key, limit: config.presenceLimit, first: session),
+                        watcherCount: subscriptions.subscriberCount(of: channel.key),
+                        state: recovered == true ? nil : channel.state.snapshot(at: clock.now),
+                        recovered: recovered, events: events)
+    }
+
+    /// `unsubscribe`: leave, and tell the remaining watchers.
+    func unsubscribe(_ request: Request, on session: Session) throws(ProtocolError) -> Handled {
+        let key = try request.channel().description
+        guard subscriptions.remove(session, from: key) else {
+            throw ProtocolError(.notSubscribed, "this connection is not subscribed to '\(key)'")
+        }
+        broadcastPresence(channel: key, joined: [], left: [session.watcher], except: nil)
+        release(session, from: key)
+        session.reply(request.id, EmptyResult())
+        return .replied
+    }
+
+    /// `get`: a snapshot without subscribing (creates the channel on first use).
+    func get(_ request: Request, on session: Session) throws(ProtocolError) -> Handled {
+        let channel = openChannel(try request.channel())
+        guard channel.pipeline.isSettled else { return .retry(channel) }
+        session.reply(request.id, GetResult(channel: channel.key, kind: channel.name.kind, seq: channel.seq,
+                                            state: channel.state.snapshot(at: clock.now)))
+        return .replied
+    }
+
+    /// `list`: every durable channel, optionally of one kind, sorted by name.
+    func list(_ request: Request, on session: Session) throws(ProtocolError) -> Handled {
+        var kind: ChannelKind?
+        if let text = try request.optionalString("kind") {
+            guard let parsed = ChannelKind(rawValue: text) else {
+                throw ProtocolError(.unknownKind, "unknown channel kind '\(text)'; valid kinds: \(ChannelKind.allowedList)")
+            }
+            kind = parsed
+        }
+        let summaries = channels.values
+            .filter { $0.pipeline.isDurable && (kind == nil || $0.name.kind == kind) }
+            .sorted { $0.key < $1.key }
+            .map { ChannelSummary(channel: $0.key, kind: $0.name.kind, seq: $0.seq,
+                                  watchers: subscriptions.subscriberCount(of: $0.key)) }
+        session.reply(request.id, ListResult(channels: summaries))
+        return .replied
+    }
+
+    /// `history`: pages through the durable events (read off the loop thread).
+    func history(_ request: Request, on session: Session) throws(ProtocolError) -> Handled {
+        let name = try request.channel()
+        let after = try request.optionalInt("after", in: 0...Self.maxSeq) ?? 0
+        let limit = try request.optionalInt("limit", in: 1...1000) ?? 100
+        let key = name.description
+        guard let channel = channels[key], channel.pipeline.isDurable else {
+            // An unknown channel has no events (and is not created by reading).
+            session.reply(request.id, HistoryResult(channel: key, seq: 0, events: []))
+            return .replied
+        }
+        guard channel.pipeline.isSettled else { return .retry(channel) }
+        guard after < channel.seq else {
+            session.reply(request.id, HistoryResult(channel: key, seq: channel.seq, events: []))
+            return .replied
+        }
+        let seq = channel.seq
+        let slot = session.requests.reserve()
+        readHistory(channel: key, after: max(after, historyStart(of: channel)), limit: Int(limit)) { [unowned self] result in
+            switch result {
+            case .success(let events):
+                session.fill(slot, id: request.id, HistoryResult(channel: key, seq: seq, events: events))
+            case .failure(let failure):
+                session.fill(slot, id: request.id, failure: ProtocolError(.internal,
+                    "could not read the history of '\(key)': \(failure)"))
+            }
+            self.readAnswered(slot, on: session)
+        }
+        return .reading(slot)
+    }
+
+    /// `publish`: an ephemeral message to every subscriber, encoded once.
+    func publish(_ request: Request, on session: Session) throws(ProtocolError) -> Handled {
+        let key = try request.channel().description
+        guard let data = request.value("data") else {
+            throw ProtocolError(.invalidRequest, "field 'data' is required (any JSON value)")
+        }
+        counters.messagesPublished += 1
+        let delivered = broadcast(MessagePush(channel: key, from: session.watcher, data: data), to: key)
+        session.reply(request.id, PublishResult(delivered: delivered))
+        return .replied
+    }
+}

@@ -1,0 +1,66 @@
+import Foundation
+import OutaTimeProtocol
+import OutaTimeStore
+
+/// What a ticket handed to the store writer was for; its outcome comes back
+/// through the loop's inbox (``ServerMessage/committed(_:)``).
+enum PendingWrite {
+    /// A new channel's creation.
+    case creation(Channel)
+    /// The channel's oldest batch in flight (``CommitPipeline``).
+    case events(Channel)
+    /// Live values saved without an event (a running countdown's remaining
+    /// time): nothing waits for them.
+    case liveValues(Channel)
+}
+
+extension Server {
+    /// Hands `writes` to the group-commit writer; ``storeCommitted(_:)``
+    /// gets the outcome.
+    func submit(_ writes: [StoreWrite], for purpose: PendingWrite) {
+        nextTicket += 1
+        pendingWrites[nextTicket] = purpose
+        writer.submit(writes, ticket: nextTicket)
+    }
+
+    /// The writer's outcomes, in submission order.
+    func storeCommitted(_ commits: [StoreCommit]) {
+        for commit in commits {
+            guard let purpose = pendingWrites.removeValue(forKey: commit.ticket) else { continue }
+            if let failure = commit.error {
+                logger.error("store write failed", metadata: ["ticket": "\(commit.ticket)", "error": "\(failure)"])
+            }
+            switch purpose {
+            case .creation(let channel): creationCommitted(channel, failure: commit.error)
+            case .events(let channel): eventsCommitted(on: channel, failure: commit.error)
+            case .liveValues: break
+            }
+        }
+        if case .draining = phase { checkDrained() }
+    }
+
+    /// Reads durable events off the loop thread (the pool reads concurrently
+    /// with the writer); `completion` runs on the loop thread.
+    func readHistory(channel: String, after: Int64, limit: Int,
+                     completion: @escaping (Result<[HistoryEvent], StoreFailure>) -> Void) {
+        nextTicket += 1
+        let ticket = nextTicket
+        pendingReads[ticket] = completion
+        let store = self.store
+        let sender = inbox.sender
+        DispatchQueue.global().async {
+            let result: Result<[HistoryEvent], StoreFailure>
+            do {
+                let records = try store.history(channel: channel, after: after, limit: limit)
+                result = .success(try records.map { record in
+                    HistoryEvent(seq: record.seq, event: record.event,
+                                 data: try JSONValue.parse(Data(record.data.text.utf8)),
+                                 at: record.at)
+                })
+            } catch {
+                result = .failure(StoreFailure(error))
+            }
+            sender.post(.historyRead(ticket: ticket, result))
+        }
+    }
+}
