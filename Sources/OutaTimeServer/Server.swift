@@ -46,6 +46,8 @@ final class Server {
     let tokens: [String: AccessToken]?
 
     var nextTicket: UInt64 = 0
+    /// Channels with an open batch, submitted before the loop waits.
+    var unsubmitted: [Channel] = []
     /// Writes handed to the writer and not yet reported, by ticket.
     var pendingWrites: [UInt64: PendingWrite] = [:]
     var pendingReads: [UInt64: (Result<[HistoryEvent], StoreFailure>) -> Void] = [:]
@@ -105,7 +107,10 @@ final class Server {
         scheduler.onDue = { [unowned self] key, now in self.clockDue(key, now: now) }
         recoverChannelsAfterRestart()
         flusher = Prepare(loop: loop)
-        flusher.start { [unowned self] in self.flushSoon() }
+        flusher.start { [unowned self] in
+            self.submitOpenBatches()
+            self.flushSoon()
+        }
         flushTimer = try PreciseTimer(loop: loop)
         presenceTimer = UV.Timer(loop: loop)
         sweeper = UV.Timer(loop: loop)
@@ -223,6 +228,7 @@ final class Server {
         switch message {
         case .committed(let commits):
             storeCommitted(commits)
+            submitOpenBatches()
             // The replies and pushes of a commit leave now rather than after
             // whatever else this loop iteration reads and parses: they are on
             // every waiting client's critical path (A/B under 50 command

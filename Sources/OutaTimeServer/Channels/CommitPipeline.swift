@@ -3,13 +3,15 @@ import Foundation
 import OutaTimeDomain
 import OutaTimeProtocol
 
-/// One channel's way to storage, in seq order: numbers events, decides when
-/// the whole state goes with them, keeps the batches the writer has not
-/// reported yet, and knows when the channel is settled (nothing in flight).
+/// One channel's way to storage, in seq order: numbers events, gathers the
+/// events of one loop iteration into one batch, decides when the whole state
+/// goes with them, keeps the batches the writer has not reported yet, and
+/// knows when the channel is settled (nothing in flight).
 ///
-/// Pure bookkeeping: ``Server`` submits what ``append(_:at:reply:storesState:)``
-/// returns and reports back what the writer said, oldest batch first (the
-/// writer reports in submission order).
+/// Pure bookkeeping: ``Server`` submits the open batch once per loop
+/// iteration (``close()``) and reports back what the writer said, oldest
+/// batch first (the writer reports in submission order). One batch per
+/// channel and iteration: 100 pipelined commands are one write, not 100.
 struct CommitPipeline {
     /// Whether the channel exists in storage yet.
     enum Lifecycle: Equatable {
@@ -22,15 +24,23 @@ struct CommitPipeline {
     struct Batch {
         /// The seq of `events[0]`.
         let firstSeq: Int64
-        let events: [DomainEvent]
-        /// When they happened (ISO 8601, whole seconds).
-        let at: String
+        private(set) var events: [DomainEvent] = []
+        /// When each event happened (ISO 8601, whole seconds).
+        private(set) var times: [String] = []
         /// Commands to answer once committed.
-        var replies: [PendingReply]
+        private(set) var replies: [PendingReply] = []
         /// The pipeline's generation when built (see ``reload(seq:storedStateSeq:)``).
         let generation: Int
+        /// Whether the whole state is stored with the events.
+        fileprivate(set) var storesState = false
 
         var lastSeq: Int64 { firstSeq + Int64(events.count) - 1 }
+
+        fileprivate mutating func add(_ new: [DomainEvent], at time: String, reply: PendingReply?) {
+            events += new
+            times += repeatElement(time, count: new.count)
+            if let reply { replies.append(reply) }
+        }
     }
 
     private(set) var lifecycle: Lifecycle
@@ -38,8 +48,11 @@ struct CommitPipeline {
     private(set) var seq: Int64
     /// The seq the stored state is as of.
     private(set) var storedStateSeq: Int64
-    /// Batches handed to the writer, oldest first.
+    /// Batches handed to the writer, oldest first, and last the open batch
+    /// when ``hasOpenBatch``.
     private(set) var inFlight: Deque<Batch> = []
+    /// The last batch of `inFlight` still takes events (this iteration's).
+    private(set) var hasOpenBatch = false
     /// Bumped by each reload: a batch of an older generation was built on a
     /// state that is gone (the store refuses it: its seqs no longer follow).
     private var generation = 0
@@ -70,25 +83,34 @@ struct CommitPipeline {
         lifecycle = .durable
     }
 
-    /// Whether a batch of `count` events stores the whole state too: once at
-    /// least `every` events were stored since it last was (the kind's
-    /// ``ChannelBehaviour/eventsPerStoredState``).
-    func storesState(adding count: Int, every: Int64) -> Bool {
-        seq + Int64(count) - storedStateSeq >= every
-    }
-
-    /// Numbers `events` (seq + 1 each) into a batch now in flight.
-    mutating func append(_ events: [DomainEvent], at time: String, reply: PendingReply?,
-                         storesState: Bool) -> Batch {
-        let batch = Batch(firstSeq: seq + 1, events: events, at: time,
-                          replies: reply.map { [$0] } ?? [], generation: generation)
+    /// Numbers `events` (seq + 1 each) into the open batch. Returns true
+    /// when this opened it (the channel is to be submitted this iteration).
+    mutating func append(_ events: [DomainEvent], at time: String, reply: PendingReply?) -> Bool {
+        let opened = !hasOpenBatch
+        if opened {
+            inFlight.append(Batch(firstSeq: seq + 1, generation: generation))
+            hasOpenBatch = true
+        }
+        inFlight[inFlight.count - 1].add(events, at: time, reply: reply)
         seq += Int64(events.count)
-        if storesState { storedStateSeq = seq }
-        inFlight.append(batch)
-        return batch
+        return opened
     }
 
-    /// The oldest batch is committed.
+    /// Closes the open batch for submission. The whole state goes with it
+    /// once at least `every` events were stored since it last was (the
+    /// kind's ``ChannelBehaviour/eventsPerStoredState``); memory is then
+    /// exactly as of the batch's last event.
+    mutating func close(storingStateEvery every: Int64) -> Batch? {
+        guard hasOpenBatch else { return nil }
+        hasOpenBatch = false
+        if seq - storedStateSeq >= every {
+            storedStateSeq = seq
+            inFlight[inFlight.count - 1].storesState = true
+        }
+        return inFlight.last
+    }
+
+    /// The oldest batch is committed (it was submitted: never the open one).
     mutating func committed() -> Batch {
         inFlight.removeFirst()
     }
@@ -102,10 +124,15 @@ struct CommitPipeline {
     }
 
     /// Memory was reloaded from storage: numbering continues from `seq`.
-    mutating func reload(seq: Int64, storedStateSeq: Int64) {
+    /// Returns the open batch, if any, which was built on the state thrown
+    /// away and is never submitted (its commands fail).
+    mutating func reload(seq: Int64, storedStateSeq: Int64) -> Batch? {
         self.seq = seq
         self.storedStateSeq = storedStateSeq
         generation += 1
+        guard hasOpenBatch else { return nil }
+        hasOpenBatch = false
+        return inFlight.removeLast()
     }
 }
 

@@ -68,16 +68,18 @@ extension Server {
     /// After a failed commit memory is ahead of storage: take the stored
     /// state and seq back. The batches still in flight were built on the
     /// state thrown away; the store refuses them (their seqs no longer
-    /// follow), and the pipeline does not reload again for them.
-    func reload(_ channel: Channel) {
+    /// follow), and the pipeline does not reload again for them. Returns
+    /// the open batch, built on the same state and never to be submitted.
+    func reload(_ channel: Channel) -> CommitPipeline.Batch? {
         do {
             if let record = try store.channel(named: channel.key) {
                 channel.state = try restoredState(record, kind: channel.name.kind)
-                channel.pipeline.reload(seq: record.seq, storedStateSeq: record.stateSeq)
+                return channel.pipeline.reload(seq: record.seq, storedStateSeq: record.stateSeq)
             }
         } catch {
             logger.error("reloading a channel failed", metadata: ["channel": "\(channel.key)", "error": "\(error)"])
         }
+        return nil
     }
 
     /// The seq `history` starts after at the earliest: the events before it

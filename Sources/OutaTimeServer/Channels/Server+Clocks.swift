@@ -78,6 +78,9 @@ extension Server {
     /// Saves the channel's live values (a running countdown's remaining
     /// time) without an event, bounding what a crash loses.
     private func storeLiveValues(of channel: Channel) {
+        // The saved state is as of the channel's seq: its open batch must
+        // reach the writer first.
+        if channel.pipeline.hasOpenBatch { submitOpenBatches() }
         let state = channel.state
         let time = clock.now
         submit([.saveState(channel: channel.key, state: JSONText(deferred: { state.storedText(at: time) }))],

@@ -8,36 +8,51 @@ import OutaTimeStore
 /// commands that waited for it, re-plan the clock and wake the requests
 /// waiting for the channel to settle.
 extension Server {
-    /// Commits `events` (already applied to the channel's state) in one
-    /// write, with the whole state when the kind's cadence says so; `reply`
-    /// is answered once they are committed. Clocks start only after the
-    /// commit, so no tick of a trip precedes the event that started it.
+    /// Commits `events` (already applied to the channel's state): they join
+    /// the channel's open batch, submitted once per loop iteration
+    /// (``submitOpenBatches()``); `reply` is answered once they are
+    /// committed. Clocks start only after the commit, so no tick of a trip
+    /// precedes the event that started it.
     func commit(_ events: [DomainEvent], on channel: Channel, at time: Date, reply: PendingReply? = nil) {
         guard !events.isEmpty else { return }
-        let storesState = channel.pipeline.storesState(adding: events.count, every: channel.state.eventsPerStoredState)
-        let batch = channel.pipeline.append(events, at: ISOTime.format(time), reply: reply, storesState: storesState)
-        var stateText: JSONText?
-        if storesState {
-            // Encoded on the writer thread, off the loop.
-            let state = channel.state
-            stateText = JSONText(deferred: { state.storedText(at: time) })
+        if channel.pipeline.append(events, at: ISOTime.format(time), reply: reply) {
+            unsubmitted.append(channel)
         }
-        let key = channel.key
-        let records = events.enumerated().map { offset, event in
-            EventRecord(channel: key, seq: batch.firstSeq + Int64(offset), event: event.name,
-                        data: Self.storedText(event.data), at: batch.at)
+    }
+
+    /// Hands every channel's open batch to the writer: once per loop
+    /// iteration, before the loop waits, and after a group of commits.
+    func submitOpenBatches() {
+        guard !unsubmitted.isEmpty else { return }
+        let channels = unsubmitted
+        unsubmitted = []
+        for channel in channels {
+            guard let batch = channel.pipeline.close(storingStateEvery: channel.state.eventsPerStoredState) else { continue }
+            var stateText: JSONText?
+            if batch.storesState {
+                // Encoded on the writer thread, off the loop.
+                let state = channel.state
+                let time = clock.now
+                stateText = JSONText(deferred: { state.storedText(at: time) })
+            }
+            let key = channel.key
+            let records = batch.events.indices.map { index in
+                EventRecord(channel: key, seq: batch.firstSeq + Int64(index), event: batch.events[index].name,
+                            data: Self.storedText(batch.events[index].data), at: batch.times[index])
+            }
+            submit([.appendEvents(channel: key, seq: batch.lastSeq, state: stateText, events: records)],
+                   for: .events(channel))
         }
-        submit([.appendEvents(channel: key, seq: batch.lastSeq, state: stateText, events: records)],
-               for: .events(channel))
     }
 
     /// The writer reported the channel's oldest batch in flight.
     func eventsCommitted(on channel: Channel, failure: StoreFailure?) {
         if let failure {
             let (batch, needsReload) = channel.pipeline.failed()
-            if needsReload { reload(channel) }
             let error = ProtocolError(.internal, "could not store the events of '\(channel.key)': \(failure)")
-            for reply in batch.replies { reply.session.fill(reply.slot, id: reply.id, failure: error) }
+            var failed = [batch]
+            if needsReload, let unsent = reload(channel) { failed.append(unsent) }
+            for reply in failed.flatMap(\.replies) { reply.session.fill(reply.slot, id: reply.id, failure: error) }
         } else {
             let batch = channel.pipeline.committed()
             counters.eventsCommitted += batch.events.count
@@ -47,7 +62,7 @@ extension Server {
             if subscriptions.subscriberCount(of: channel.key) > 0 {
                 for (offset, event) in batch.events.enumerated() {
                     broadcast(EventPush(channel: channel.key, seq: batch.firstSeq + Int64(offset), event: event.name,
-                                        data: event.data, at: batch.at), to: channel.key)
+                                        data: event.data, at: batch.times[offset]), to: channel.key)
                 }
             }
             for reply in batch.replies { reply.session.fill(reply.slot, id: reply.id, reply.result) }

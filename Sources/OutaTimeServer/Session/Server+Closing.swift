@@ -103,6 +103,7 @@ extension Server {
         guard case .draining(let deadline) = phase else { return }
         loop.updateTime()
         let overdue = loop.now >= deadline
+        submitOpenBatches()
         if !pendingWrites.isEmpty && !overdue { return }
         for session in Array(sessions.values) { close(session, bye: .serverShutdown) }
         guard sessions.isEmpty || overdue else { return }
