@@ -26,13 +26,43 @@ struct LoadHarnessCommandsTests {
         }
     }
 
+    @Test("commands --pipeline 8: 2 clients with 8 commands in flight each, 300 commands, each acknowledged once")
+    func pipelined() throws {
+        try withTestServer { server in
+            let run = try LoadHarnessTests.load(["commands", "--clients", "2", "--pipeline", "8", "--commands", "300",
+                                                 "--duration", "20", "--json"], port: server.port)
+            #expect(run.status == 0, "stderr: \(run.stderr)\nstdout: \(run.stdout)")
+            let result = try #require(JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+            #expect(result["pipeline"] as? Int == 8)
+            #expect(result["sent"] as? Int == 300)
+            #expect(result["acknowledged"] as? Int == 300)
+            #expect(result["errors"] as? Int == 0)
+            #expect(result["ok"] as? Bool == true)
+            // Pipelined, the stopwatch cycle stays valid: one durable event per command, none refused.
+            #expect(result["events_committed"] as? Int == 300)
+            let latency = try #require(result["latency"] as? [String: Any])
+            #expect((latency["max_us"] as? Int ?? 0) >= (latency["p50_us"] as? Int ?? 1))
+            let cpu = try #require(result["harness_cpu"] as? [String: Any])
+            #expect((cpu["cpu_s"] as? Double ?? -1) >= 0)
+            #expect((cpu["wall_s"] as? Double ?? 0) > 0)
+        }
+    }
+
+    @Test("commands: --pipeline out of range is refused with exit status 64", arguments: ["0", "10001"])
+    func pipelineRange(value: String) throws {
+        // Refused before any connection: port 1 is never dialled.
+        let run = try LoadHarnessTests.load(["commands", "--pipeline", value], port: 1)
+        #expect(run.status == 64, "stderr: \(run.stderr)")
+        #expect(run.stderr.contains("--pipeline must be 1…10000, got \(value)"), "stderr: \(run.stderr)")
+    }
+
     @Test("commands: a duration-bounded run prints the table")
     func commandsTable() throws {
         try withTestServer { server in
             let run = try LoadHarnessTests.load(["commands", "--clients", "4", "--duration", "2"], port: server.port)
             #expect(run.status == 0, "stderr: \(run.stderr)\nstdout: \(run.stdout)")
             for label in ["commands/s", "latency p99", "latency p99.9", "latency max", "errors", "events per batch",
-                          "largest batch"] {
+                          "largest batch", "in flight per client", "harness CPU", "one command in flight each"] {
                 #expect(run.stdout.contains(label))
             }
         }

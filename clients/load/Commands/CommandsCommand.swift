@@ -10,17 +10,32 @@ struct CommandsCommand: ParsableCommand {
         abstract: "Many clients sending durable commands: acknowledged commands/s and reply latency.",
         discussion: """
         Each client drives its own stopwatch `laps/load-<run>-<loop>-<n>` through the valid cycle \
-        start → lap → lap → stop → reset, one command at a time: it sends the next command when the \
-        previous reply arrives, and the reply latency is send → reply in this process. Every command is \
-        one durable event, acknowledged only after commit. The server's `stats` are read before and \
-        after the run to report events per storage batch. Bounded by --duration and/or --commands.
+        start → lap → lap → stop → reset. With --pipeline 1 (the default) it sends the next command \
+        when the previous reply arrives; with --pipeline N it sends N at once and then one more per \
+        reply, so that N commands are always in flight on the connection (the server runs them in \
+        order, so the cycle stays valid). Every command is one durable event, acknowledged only after \
+        commit. Latency is send → reply per command, in this process (with a pipeline it includes the \
+        wait behind the commands ahead). The server's `stats` are read before and after the run to \
+        report events per storage batch. Bounded by --duration and/or --commands.
+
+        The report also gives the harness's own CPU while sending: a busiest loop near 100 % means \
+        the harness, not the server, set the pace (use more --loops, or fewer clients per loop).
+
+        Example, one connection with 100 durable commands in flight (compare with \
+        `redis-benchmark -c 1 -P 100 -t set` against Redis with appendfsync always; \
+        `PIPELINE=100 CLIENTS=1 make bench-commands` runs both, interleaved):
+
+          outatime-load commands --clients 1 --pipeline 100 --duration 10
         """
     )
 
     @OptionGroup var options: LoadOptions
 
-    @Option(help: ArgumentHelp("Client connections, each with one command in flight.", valueName: "count"))
+    @Option(help: ArgumentHelp("Client connections, each with its own stopwatch.", valueName: "count"))
     var clients: Int = 50
+
+    @Option(help: ArgumentHelp("Durable commands each client keeps in flight (1…10000): it sends this many, then one more per reply.", valueName: "count"))
+    var pipeline: Int = 1
 
     @Option(help: ArgumentHelp("Commands to send in total (default: until --duration is over).", valueName: "count"))
     var commands: Int?
@@ -28,6 +43,7 @@ struct CommandsCommand: ParsableCommand {
     func validate() throws {
         try options.validateShared()
         guard clients >= 1 else { throw ValidationError("--clients must be at least 1, got \(clients)") }
+        guard (1...10_000).contains(pipeline) else { throw ValidationError("--pipeline must be 1…10000, got \(pipeline)") }
         if let commands, commands < 1 { throw ValidationError("--commands must be at least 1, got \(commands)") }
     }
 
@@ -41,7 +57,8 @@ struct CommandsCommand: ParsableCommand {
         }
         let budget = CommandBudget(limit: commands)
         let plans = tallies.enumerated().map { index, tally in
-            CommandsPlan(index: index, address: address, channelPrefix: prefix, clients: tally.clientCount)
+            CommandsPlan(index: index, address: address, channelPrefix: prefix, clients: tally.clientCount,
+                         pipeline: pipeline)
         }
         let directory = WorkerDirectory<WorkerOrder>()
         let threads = WorkerThreads(count: loops, makeWorker: { index, loop in
@@ -53,10 +70,13 @@ struct CommandsCommand: ParsableCommand {
         var before: [String: Int] = [:]
         var after: [String: Int] = [:]
         var outcome = Outcome()
+        var cpu: HarnessCPU?
         if waitForReady(tallies) {
             do {
                 before = try StatsProbe.read(address)
+                let cpuBefore = CPUSample.now(threads)
                 outcome = drive(tallies: tallies, directory: directory)
+                cpu = CPUSample.now(threads).since(cpuBefore)
             } catch {
                 tallies[0].recordError("\(error)")
             }
@@ -89,7 +109,7 @@ struct CommandsCommand: ParsableCommand {
 
         if options.json {
             var object: [String: Any] = [
-                "scenario": "commands", "channel_prefix": prefix, "clients": clients, "loops": loops,
+                "scenario": "commands", "channel_prefix": prefix, "clients": clients, "pipeline": pipeline, "loops": loops,
                 "sent": sent, "acknowledged": acknowledged, "errors": errors,
                 "elapsed_s": (seconds * 1000).rounded() / 1000, "commands_per_s": Int(rate),
                 "latency": summary.json, "stalled": outcome.stalled, "duration_reached": outcome.timedOut,
@@ -101,10 +121,12 @@ struct CommandsCommand: ParsableCommand {
             if let perBatch { object["events_per_batch"] = (perBatch * 100).rounded() / 100 }
             if let largest { object["store_largest_batch"] = largest }
             if let fileLimit { object["open_file_limit"] = fileLimit }
+            if let cpu { object["harness_cpu"] = cpu.json }
             if let firstError { object["first_error"] = firstError }
             Report.printJSON(object)
         } else {
             var rows: [(String, String)] = [
+                ("in flight per client", Report.grouped(pipeline)),
                 ("acknowledged", "\(Report.grouped(acknowledged)) of \(Report.grouped(sent)) sent"),
                 ("elapsed", String(format: "%.3f s", seconds)),
                 ("commands/s", Report.grouped(Int(rate))),
@@ -114,10 +136,12 @@ struct CommandsCommand: ParsableCommand {
                 ("store batches", batches.map(Report.grouped) ?? "?"),
                 ("events per batch", perBatch.map { String(format: "%.2f", $0) } ?? "?"),
                 ("largest batch", largest.map { "\(Report.grouped($0)) (since server start)" } ?? "?"),
+                ("harness CPU", cpu?.text ?? "?"),
             ]
             if outcome.stalled { rows.append(("stalled", "no reply for \(options.stallTimeout) s")) }
             if let firstError { rows.append(("first error", firstError)) }
-            print(Report.table("commands \(prefix)-*: \(clients) clients, one command in flight each, \(loops) loops", rows))
+            let inFlight = pipeline == 1 ? "one command" : "\(Report.grouped(pipeline)) commands"
+            print(Report.table("commands \(prefix)-*: \(clients) clients, \(inFlight) in flight each, \(loops) loops", rows))
         }
         if failed { throw ExitCode(1) }
     }

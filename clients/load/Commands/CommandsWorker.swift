@@ -8,13 +8,17 @@ struct CommandsPlan: Sendable {
     /// `laps/load-<run>`; each client appends `-<worker>-<n>`.
     let channelPrefix: String
     let clients: Int
+    /// Commands each client keeps in flight (`--pipeline`).
+    let pipeline: Int
 }
 
 /// One event loop's share of a commands run: some clients, each with its
-/// own lap stopwatch, each with one command in flight at a time.
-/// Lives on its loop's thread only.
+/// own lap stopwatch, each keeping `pipeline` commands in flight (it sends
+/// that many, then one more per reply). Lives on its loop's thread only.
 final class CommandsWorker {
     /// A valid stopwatch cycle from idle: every action is one durable event.
+    /// The server runs a connection's commands in request order, so a
+    /// pipelined cycle stays valid.
     static let cycle = ["start", "lap", "lap", "stop", "reset"]
 
     private let loop: Loop
@@ -32,15 +36,15 @@ final class CommandsWorker {
         let connection: LoadConnection
         let channel: String
         var ready = false
-        /// Next step in `cycle`.
+        /// Step in `cycle` of the next command sent.
         var step = 0
-        /// Id of the command in flight, or nil when idle.
-        var inFlight: Int?
+        /// Commands sent and not answered yet, oldest first.
+        var window: RequestWindow<Void>
         var nextId = 2
-        var sentNs: UInt64 = 0
-        init(connection: LoadConnection, channel: String) {
+        init(connection: LoadConnection, channel: String, pipeline: Int) {
             self.connection = connection
             self.channel = channel
+            window = RequestWindow(capacity: pipeline)
         }
     }
 
@@ -61,7 +65,9 @@ final class CommandsWorker {
         // The server closes connections silent for 2 × heartbeat_ms (default 15 s);
         // only idle clients (before the start, after the stop) need a ping.
         heartbeat.start(timeoutMs: 5_000, repeatMs: 5_000) { [unowned self] in
-            for client in self.clients where client.ready && client.inFlight == nil { client.connection.send(#"{"type":"ping"}"#) }
+            for client in self.clients where client.ready && client.window.isEmpty {
+                client.connection.send(#"{"type":"ping"}"#)
+            }
         }
         for number in 0..<plan.clients { open(number) }
         return inbox.sender
@@ -69,7 +75,8 @@ final class CommandsWorker {
 
     private func open(_ number: Int) {
         let connection = LoadConnection(loop: loop)
-        let client = Client(connection: connection, channel: "\(plan.channelPrefix)-\(plan.index)-\(number)")
+        let client = Client(connection: connection, channel: "\(plan.channelPrefix)-\(plan.index)-\(number)",
+                            pipeline: plan.pipeline)
         clients.append(client)
         connection.onFailure = { [unowned self] reason in self.tally.recordError("client \(client.channel): \(reason)") }
         connection.onFrame = { [unowned self, unowned client] body in self.received(body, by: client) }
@@ -80,23 +87,28 @@ final class CommandsWorker {
 
     private func received(_ body: UnsafeRawBufferPointer, by client: Client) {
         switch ServerFrame.classify(body) {
-        case .reply(id: 1?, error: nil):
+        case .reply(id: 1?, error: nil) where !client.ready:
             client.ready = true
             tally.ready.add(1, ordering: .relaxed)
-            if sending { send(client) }
-        case .reply(let id?, nil) where id == client.inFlight:
+            if sending { fill(client) }
+        case .reply(id: 1?, let error?) where !client.ready:
+            tally.recordError("\(client.channel): hello refused: \(error)")
+        case .reply(let id?, let error):
+            guard let command = client.window.removeOldest(answeredBy: id) else {
+                tally.recordError("\(client.channel): \(client.window.mismatch(id))")
+                return
+            }
+            if let error {
+                tally.recordError("\(client.channel) request \(id) refused: \(error)")
+                return
+            }
             let now = Loop.hrtime
-            _ = latency.record(max(1, (now &- client.sentNs) / 1_000))
-            client.inFlight = nil
-            client.step = (client.step + 1) % Self.cycle.count
+            _ = latency.record(max(1, (now &- command.sentNs) / 1_000))
             tally.acknowledged.add(1, ordering: .relaxed)
             tally.lastAckNs.store(now, ordering: .relaxed)
-            if sending { send(client) }
-        case .reply(let id, let error?):
-            client.inFlight = nil
-            tally.recordError("\(client.channel) request \(id.map(String.init) ?? "?") refused: \(error)")
-        case .reply(let id, nil):
-            tally.recordError("\(client.channel): unexpected reply id \(id.map(String.init) ?? "none")")
+            if sending { fill(client) }
+        case .reply(nil, let error):
+            tally.recordError("\(client.channel): reply without an id (\(error ?? "ok"))")
         case .failure(let reason):
             tally.recordError("\(client.channel): \(reason)")
         case .loadMessage, .otherPush:
@@ -104,22 +116,29 @@ final class CommandsWorker {
         }
     }
 
-    /// Sends the client's next command if the budget allows.
-    private func send(_ client: Client) {
-        guard client.ready, client.inFlight == nil, !client.connection.isClosed, budget.claim() else { return }
-        let id = client.nextId
-        client.nextId += 1
-        client.inFlight = id
-        client.sentNs = Loop.hrtime
-        tally.sent.add(1, ordering: .relaxed)
-        client.connection.send(#"{"type":"command","id":\#(id),"channel":"\#(client.channel)","action":"\#(Self.cycle[client.step])"}"#)
+    /// Sends commands until the client has `pipeline` in flight or the
+    /// budget is spent; one write for all of them.
+    private func fill(_ client: Client) {
+        guard client.ready, !client.connection.isClosed else { return }
+        var sent = 0
+        while client.window.count < plan.pipeline, budget.claim() {
+            let id = client.nextId
+            client.nextId += 1
+            client.window.append(id: id, sentNs: Loop.hrtime, tag: ())
+            client.connection.enqueue(body: Array(#"{"type":"command","id":\#(id),"channel":"\#(client.channel)","action":"\#(Self.cycle[client.step])"}"#.utf8))
+            client.step = (client.step + 1) % Self.cycle.count
+            sent += 1
+        }
+        guard sent > 0 else { return }
+        tally.sent.add(sent, ordering: .relaxed)
+        client.connection.flush()
     }
 
     private func handle(_ order: WorkerOrder) {
         switch order {
         case .startPublishing:
             sending = true
-            for client in clients { send(client) }
+            for client in clients { fill(client) }
         case .stopPublishing:
             sending = false
         case .progress:

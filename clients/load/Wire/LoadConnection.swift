@@ -14,6 +14,9 @@ final class LoadConnection {
     /// Called once with a readable reason when the connection fails.
     var onFailure: ((String) -> Void)?
     private(set) var isClosed = false
+    /// Inside `received`: flushes wait until every frame of the read is handled.
+    private var reading = false
+    private var flushWaiting = false
 
     init(loop: Loop) { stream = TCPStream(loop: loop) }
 
@@ -59,8 +62,16 @@ final class LoadConnection {
         flush()
     }
 
-    /// Hands queued frames to the kernel.
-    func flush() { stream.flush() }
+    /// Hands queued frames to the kernel. Called while the frames of a read
+    /// are being handled (a reply that sends the next request), it waits
+    /// until the end of that read: one write for all of them, not one each.
+    func flush() {
+        if reading {
+            flushWaiting = true
+        } else {
+            stream.flush()
+        }
+    }
 
     /// Bytes queued but not yet taken by the kernel.
     var bufferedByteCount: Int { stream.bufferedByteCount }
@@ -84,6 +95,14 @@ final class LoadConnection {
 
     private func received(_ bytes: UnsafeRawBufferPointer) {
         guard let onFrame else { return }
+        reading = true
+        defer {
+            reading = false
+            if flushWaiting {
+                flushWaiting = false
+                if !isClosed { stream.flush() }
+            }
+        }
         do throws(FrameError) {
             try decoder.feed(bytes) { body in onFrame(body) }
         } catch {
