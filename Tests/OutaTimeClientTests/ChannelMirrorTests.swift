@@ -16,8 +16,8 @@ struct ChannelMirrorTests {
     }
 
     static func event(_ seq: Int64) -> ChannelEvent {
-        ChannelEvent(channel: channel, seq: seq, event: "destination_set",
-                     data: .object(["destination_time": .string(destination(seq))]), at: "2026-11-22T08:00:00Z")
+        ChannelEvent(EventPush(channel: channel, seq: seq, event: "destination_set",
+                               data: .object(["destination_time": .string(destination(seq))]), at: "2026-11-22T08:00:00Z"))
     }
 
     static func history(_ seq: Int64) -> HistoryEvent {
@@ -122,9 +122,9 @@ struct ChannelMirrorTests {
     func presence() throws {
         var mirror = try Self.synced(at: 0)
         let doc = Watcher(session: "s-2", name: "Doc")
-        mirror.record(PresenceChange(channel: Self.channel, joined: [doc], left: []))
+        mirror.record(PresencePush(channel: Self.channel, joined: [doc], left: []))
         #expect(mirror.watchers.map(\.session) == ["s-1", "s-2"])
-        mirror.record(PresenceChange(channel: Self.channel, joined: [], left: [Watcher(session: "s-1", name: "Marty")]))
+        mirror.record(PresencePush(channel: Self.channel, joined: [], left: [Watcher(session: "s-1", name: "Marty")]))
         #expect(mirror.watchers == [doc])
     }
 
@@ -139,8 +139,8 @@ struct ChannelMirrorTests {
         #expect(synced != nil)
         #expect(mirror.watcherCount == 500)
         #expect(mirror.watchers.count == 1)
-        mirror.record(PresenceChange(channel: Self.channel, joined: [Watcher(session: "s-2", name: "Doc")],
-                                     left: [], watcherCount: 512))
+        mirror.record(PresencePush(channel: Self.channel, joined: [Watcher(session: "s-2", name: "Doc")],
+                                   left: [], watcherCount: 512))
         #expect(mirror.watcherCount == 512)
         #expect(mirror.watchers.map(\.session) == ["s-1", "s-2"])
     }

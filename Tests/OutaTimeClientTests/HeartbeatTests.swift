@@ -27,7 +27,7 @@ struct HeartbeatTests {
                 #expect(pinging.stats.disconnects == 0)
                 #expect(pinging.stats.connects == 1)
                 #expect(pinging.stats.pingsSent >= 20, "pings: \(pinging.stats.pingsSent)")
-                #expect(silent.state == .closed(.bye("idle_timeout")))
+                #expect(silent.state == .closed(.bye(.idleTimeout)))
 
                 // Still usable after all that idling.
                 var pong: Result<PingResult, ClientError>?

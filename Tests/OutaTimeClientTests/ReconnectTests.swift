@@ -81,7 +81,7 @@ struct ReconnectTests {
             // server's bye by closing at once.
             first.handle.shutdown()
             clients.expect("reconnecting") { if case .reconnecting = connection.state { true } else { false } }
-            #expect(connection.lastDisconnect == .bye("server_shutdown"))
+            #expect(connection.lastDisconnect == .bye(.serverShutdown))
             first.stop()
 
             // While the client is away, someone else moves the car on.

@@ -109,7 +109,7 @@ struct ScriptedServerTests {
             connection.request("get", fields: ["channel": .string(Self.channel)]) { outcome = $0 }
             clients.expect("the reply to fail") { outcome != nil }
             #expect(outcome.map { if case .failure(.disconnected) = $0 { true } else { false } } == true)
-            #expect(connection.lastDisconnect == .bye("server_shutdown"))
+            #expect(connection.lastDisconnect == .bye(.serverShutdown))
             clients.expect("ready again") { connection.isReady && fake.requests("hello").count == 2 }
             #expect(states.first == .ready)
             #expect(states.contains { if case .reconnecting(attempt: 1, _) = $0 { true } else { false } })

@@ -68,8 +68,8 @@ struct SubscriptionTests {
         try withTestServer { server in
             try withClientLoop { clients in
                 let marty = clients.connect(port: server.port) { $0.name = "Marty" }
-                var messages: [ChannelMessage] = []
-                var presence: [PresenceChange] = []
+                var messages: [MessagePush] = []
+                var presence: [PresencePush] = []
                 marty.onMessage = { messages.append($0) }
                 marty.onPresence = { presence.append($0) }
                 var ready = false

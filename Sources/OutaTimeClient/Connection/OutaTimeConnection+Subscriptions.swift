@@ -160,26 +160,28 @@ extension OutaTimeConnection {
     }
 
     /// Routes one decoded frame.
-    func dispatch(_ frame: IncomingFrame.Kind, on link: Link) {
+    func dispatch(_ frame: IncomingFrame, on link: Link) {
         switch frame {
         case .reply(let id, let result):
             replied(id, result)
-        case .event(let event):
+        case .push(.event(let push)):
             stats.eventsReceived += 1
-            received(event)
-        case .tick(let tick):
+            received(ChannelEvent(push))
+        case .push(.tick(let tick)):
             mirrors[tick.channel]?.record(tick)
             onTick?(tick)
-        case .message(let message):
+        case .push(.message(let message)):
             onMessage?(message)
-        case .presence(let presence):
+        case .push(.presence(let presence)):
             mirrors[presence.channel]?.record(presence)
             onPresence?(presence)
-        case .errorPush(let error):
+        case .push(.error(let push)):
+            onServerError?(ServerError(push.error))
+        case .errorWithNewCode(let error):
             onServerError?(error)
-        case .bye(let reason):
-            drop(.bye(reason))
-        case .unknown:
+        case .push(.bye(let push)):
+            drop(.bye(push.reason))
+        case .push(.unknown):
             break
         case .malformed(let what):
             drop(.protocolViolation(what))

@@ -119,7 +119,7 @@ extension OutaTimeConnection {
                     drop(.protocolViolation("a frame of \(body.count) bytes is not a JSON object with a string 'type'"))
                     return
                 }
-                dispatch(frame.kind, on: link)
+                dispatch(frame, on: link)
             }
         } catch {
             guard self.link === link else { return }

@@ -43,13 +43,15 @@ public final class OutaTimeConnection {
     public var onEvent: ((ChannelEvent) -> Void)?
     /// A mirror was brought up to date by a `subscribe` result.
     public var onSync: ((ChannelSync) -> Void)?
-    /// A tick arrived (the mirror's ``ChannelMirror/lastTick`` is updated first).
-    public var onTick: ((ChannelTick) -> Void)?
+    /// A tick arrived (the mirror's ``ChannelMirror/lastTick`` is updated
+    /// first), its data as JSON.
+    public var onTick: ((TickPush<JSONValue>) -> Void)?
     /// A `publish`ed message arrived.
-    public var onMessage: ((ChannelMessage) -> Void)?
+    public var onMessage: ((MessagePush) -> Void)?
     /// Watchers came or went (the mirror's ``ChannelMirror/watchers`` is updated first).
-    public var onPresence: ((PresenceChange) -> Void)?
-    /// The server sent an `error` push (a failure not tied to a request id).
+    public var onPresence: ((PresencePush) -> Void)?
+    /// The server sent an `error` push (a failure not tied to a request
+    /// id), its code as text (see ``ServerError``).
     public var onServerError: ((ServerError) -> Void)?
     /// The server refused a subscription (also when restoring it after a
     /// reconnect); its mirror is gone.

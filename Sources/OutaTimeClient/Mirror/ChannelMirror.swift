@@ -118,10 +118,10 @@ public struct ChannelMirror: Sendable, Equatable {
     }
 
     /// Notes the latest tick.
-    public mutating func record(_ tick: ChannelTick) { lastTick = tick.data }
+    public mutating func record(_ tick: TickPush<JSONValue>) { lastTick = tick.data }
 
     /// Applies a `presence` push to ``watchers``.
-    public mutating func record(_ presence: PresenceChange) {
+    public mutating func record(_ presence: PresencePush) {
         let leaving = Set(presence.left.map(\.session))
         watchers.removeAll { leaving.contains($0.session) }
         for watcher in presence.joined where !watchers.contains(where: { $0.session == watcher.session }) {

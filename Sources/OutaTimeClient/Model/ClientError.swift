@@ -1,8 +1,10 @@
 import OutaTimeProtocol
 
-/// An `error` object from the server: a stable code for programs and a
-/// message for people (PROTOCOL.md §2). The code is kept as text so that a
-/// code added by a later server version still reaches the caller.
+/// An `error` object from the server, in a failed reply or an `error`
+/// push: a stable code for programs and a message for people (PROTOCOL.md
+/// §2). The protocol's ``ProtocolError`` has the same shape, but its code is
+/// one of ``ErrorCode``'s; here the code is kept as text so that a code
+/// added by a later server version still reaches the caller.
 public struct ServerError: Error, Sendable, Equatable, Codable, CustomStringConvertible {
     /// The snake_case code, e.g. `invalid_channel`.
     public let code: String
@@ -13,6 +15,11 @@ public struct ServerError: Error, Sendable, Equatable, Codable, CustomStringConv
     public init(code: String, message: String) {
         self.code = code
         self.message = message
+    }
+
+    /// The error as the protocol types carry it (an ``ErrorPush``'s).
+    public init(_ error: ProtocolError) {
+        self.init(code: error.code.rawValue, message: error.message)
     }
 
     /// The code as a known ``ErrorCode``, or nil for a code this client

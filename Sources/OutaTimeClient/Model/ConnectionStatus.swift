@@ -1,11 +1,14 @@
+import OutaTimeProtocol
 import UV
 
 // How a connection is doing: its state, why it last dropped, its counters.
 
 /// Why the connection (or an attempt to make it) ended.
 public enum DisconnectReason: Sendable, Equatable, CustomStringConvertible {
-    /// The server said `bye` with this reason (`server_shutdown`, `idle_timeout`, …).
-    case bye(String)
+    /// The server said `bye` with this reason (``ByeReason/serverShutdown``,
+    /// ``ByeReason/idleTimeout``, …). A `bye` whose reason this client
+    /// does not know ends the link as a ``protocolViolation(_:)``.
+    case bye(ByeReason)
     /// The server closed the stream without a `bye`.
     case endOfStream
     /// Reading or writing failed (reset, broken pipe, …).
@@ -30,7 +33,7 @@ public enum DisconnectReason: Sendable, Equatable, CustomStringConvertible {
     public var isRetryable: Bool {
         switch self {
         case .helloRefused: false
-        case .bye(let reason): reason != "unauthorized" && reason != "unsupported_protocol"
+        case .bye(let reason): reason != .unauthorized && reason != .unsupportedProtocol
         default: true
         }
     }
@@ -38,7 +41,7 @@ public enum DisconnectReason: Sendable, Equatable, CustomStringConvertible {
     /// A short phrase for status lines and logs.
     public var description: String {
         switch self {
-        case .bye(let reason): "server said bye (\(reason))"
+        case .bye(let reason): "server said bye (\(reason.rawValue))"
         case .endOfStream: "server closed the connection"
         case .ioError(let error): "connection error \(error)"
         case .protocolViolation(let why): "protocol violation: \(why)"

@@ -1,55 +1,60 @@
 import Foundation
 import OutaTimeProtocol
 
-/// One frame from the server, decoded in a single pass of `JSONDecoder`
-/// with every field any frame type has, all optional. Unknown fields are
-/// skipped (PROTOCOL.md §1: later revisions add them).
-///
-/// An `ok: false` reply whose `error` lacks its object reads as `internal`.
-struct IncomingFrame: Decodable {
-    let type: String
-    let id: RequestID?
-    let ok: Bool?
-    let result: JSONValue?
-    let error: ServerError?
-    let channel: String?
-    let seq: Int64?
-    let event: String?
-    let data: JSONValue?
-    let at: String?
-    let from: Watcher?
-    let joined: [Watcher]?
-    let left: [Watcher]?
-    let watcherCount: Int?
-    let reason: String?
+/// One frame from the server, decoded in a single pass of `JSONDecoder`:
+/// a reply, or a push read with the protocol module's ``ServerPush``, the
+/// types the server encodes pushes with. Unknown fields are skipped and
+/// unknown push types ignored (PROTOCOL.md §1: later revisions add them).
+enum IncomingFrame: Decodable {
+    /// The reply to the request with this id. An `ok: false` reply whose
+    /// `error` lacks its object reads as `internal`.
+    case reply(RequestID, Result<JSONValue, ServerError>)
+    /// A push; ``ServerPush/unknown(type:)`` for a type this client does
+    /// not know, to be ignored (§7).
+    case push(ServerPush)
+    /// An `error` push whose code ``ErrorCode`` does not have (one a later
+    /// server added): reported all the same, its code as text.
+    case errorWithNewCode(ServerError)
+    /// A push of a known type that breaks its shape: what was wrong.
+    case malformed(String)
 
     private enum Keys: String, CodingKey {
-        case type, id, ok, result, error, channel, seq, event, data, at, from, joined, left, reason
-        case watcherCount = "watcher_count"
+        case type, id, ok, result, error
     }
 
-    /// Only `type` must decode. A field of an unexpected shape reads as
-    /// absent, so a push type of a later revision that reuses a name for
-    /// something else is ignored instead of breaking the connection; a
-    /// known type missing what it needs is reported by ``kind``.
+    /// Throws only when there is no string `type`: then the frame is not a
+    /// message at all. A known type missing what it needs is ``malformed(_:)``.
     init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: Keys.self)
-        func field<T: Decodable>(_ key: Keys) -> T? { try? container.decodeIfPresent(T.self, forKey: key) }
-        type = try container.decode(String.self, forKey: .type)
-        id = field(.id)
-        ok = field(.ok)
-        result = field(.result)
-        error = field(.error)
-        channel = field(.channel)
-        seq = field(.seq)
-        event = field(.event)
-        data = field(.data)
-        at = field(.at)
-        from = field(.from)
-        joined = field(.joined)
-        left = field(.left)
-        watcherCount = field(.watcherCount)
-        reason = field(.reason)
+        let type = try container.decode(String.self, forKey: .type)
+        if type == "reply" {
+            self = Self.reply(in: container)
+            return
+        }
+        do {
+            self = .push(try ServerPush(from: decoder))
+        } catch {
+            if type == ErrorPush.wireType, let newCode = try? container.decode(ServerError.self, forKey: .error) {
+                self = .errorWithNewCode(newCode)
+            } else {
+                self = .malformed("malformed '\(type)' push (\((error as? DecodingError)?.summary ?? "\(error)"))")
+            }
+        }
+    }
+
+    /// A reply's fields; a `result` or `error` of an unexpected shape reads
+    /// as absent (the request's completion checks the result's shape).
+    private static func reply(in container: KeyedDecodingContainer<Keys>) -> IncomingFrame {
+        guard let id = try? container.decode(RequestID.self, forKey: .id),
+              let ok = try? container.decode(Bool.self, forKey: .ok)
+        else { return .malformed("a reply without 'id' or 'ok'") }
+        if ok {
+            let result = (try? container.decodeIfPresent(JSONValue.self, forKey: .result)) ?? nil
+            return .reply(id, .success(result ?? .object([:])))
+        }
+        let error = (try? container.decode(ServerError.self, forKey: .error))
+            ?? ServerError(code: "internal", message: "failed reply without an error object")
+        return .reply(id, .failure(error))
     }
 
     /// Decodes a frame body; the bytes are read only during the call.
@@ -59,53 +64,6 @@ struct IncomingFrame: Decodable {
         }
         let data = Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: base), count: body.count, deallocator: .none)
         return try decoder.decode(IncomingFrame.self, from: data)
-    }
-
-    /// What the frame means to the connection.
-    var kind: Kind {
-        switch type {
-        case "reply":
-            guard let id, let ok else { return .malformed("a reply without 'id' or 'ok'") }
-            if ok { return .reply(id, .success(result ?? .object([:]))) }
-            let failure = error ?? ServerError(code: "internal", message: "failed reply without an error object")
-            return .reply(id, .failure(failure))
-        case "event":
-            guard let channel, let seq, let event else { return .malformed("an event without channel, seq or event") }
-            return .event(ChannelEvent(channel: channel, seq: seq, event: event,
-                                       data: data ?? .object([:]), at: at ?? ""))
-        case "tick":
-            guard let channel else { return .malformed("a tick without channel") }
-            return .tick(ChannelTick(channel: channel, data: data ?? .object([:])))
-        case "message":
-            guard let channel, let from else { return .malformed("a message without channel or from") }
-            // A `null` data decodes as absent: it is the published value null.
-            return .message(ChannelMessage(channel: channel, from: from, data: data ?? .null))
-        case "presence":
-            guard let channel else { return .malformed("a presence without channel") }
-            return .presence(PresenceChange(channel: channel, joined: joined ?? [], left: left ?? [],
-                                            watcherCount: watcherCount))
-        case "error":
-            return .errorPush(error ?? ServerError(code: "internal", message: "error push without an error object"))
-        case "bye":
-            return .bye(reason ?? "unknown")
-        default:
-            return .unknown
-        }
-    }
-
-    /// The decoded meaning of a frame.
-    enum Kind {
-        case reply(RequestID, Result<JSONValue, ServerError>)
-        case event(ChannelEvent)
-        case tick(ChannelTick)
-        case message(ChannelMessage)
-        case presence(PresenceChange)
-        case errorPush(ServerError)
-        case bye(String)
-        /// A push type this client does not know: ignored (§7).
-        case unknown
-        /// A known type missing a field it must have.
-        case malformed(String)
     }
 }
 

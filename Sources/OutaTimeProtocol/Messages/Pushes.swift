@@ -1,6 +1,9 @@
-// Server pushes (§5): messages the server sends without a request. Each
-// writes its constant `type` itself. They are encode-only: the server
-// builds them once per change and fans the frame out.
+// Server pushes (PROTOCOL.md §7): messages the server sends without a
+// request. Each writes its constant `type` (its `wireType`) itself. The
+// server builds them once per change and fans the frame out; clients decode
+// them with the same types (Pushes+Decodable.swift, ``ServerPush``).
+// `wireType` is computed, a literal: no lazy global to check on the encode
+// path.
 
 /// Someone subscribed to a channel: `{"session": …, "name": …}`.
 public struct Watcher: Codable, Sendable, Hashable {
@@ -22,7 +25,10 @@ public struct Watcher: Codable, Sendable, Hashable {
 
 /// A failure not tied to a request id:
 /// `{"type":"error","error":{"code":…,"message":…}}`.
-public struct ErrorPush: Encodable, Sendable {
+public struct ErrorPush: Encodable, Sendable, Equatable {
+    /// The push's `type` on the wire.
+    public static var wireType: String { "error" }
+
     /// What went wrong.
     public let error: ProtocolError
 
@@ -31,14 +37,14 @@ public struct ErrorPush: Encodable, Sendable {
         self.error = error
     }
 
-    private enum CodingKeys: String, CodingKey {
+    enum CodingKeys: String, CodingKey {
         case type, error
     }
 
     /// Writes `type` `error` and the error object.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode("error", forKey: .type)
+        try container.encode(Self.wireType, forKey: .type)
         try container.encode(error, forKey: .error)
     }
 }
@@ -63,7 +69,10 @@ public enum ByeReason: String, Sendable, Codable, CaseIterable {
 }
 
 /// The last message before the server closes: `{"type":"bye","reason":…}`.
-public struct ByePush: Encodable, Sendable {
+public struct ByePush: Encodable, Sendable, Hashable {
+    /// The push's `type` on the wire.
+    public static var wireType: String { "bye" }
+
     /// Why the connection is closed.
     public let reason: ByeReason
 
@@ -72,21 +81,24 @@ public struct ByePush: Encodable, Sendable {
         self.reason = reason
     }
 
-    private enum CodingKeys: String, CodingKey {
+    enum CodingKeys: String, CodingKey {
         case type, reason
     }
 
     /// Writes `type` `bye` and the reason.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode("bye", forKey: .type)
+        try container.encode(Self.wireType, forKey: .type)
         try container.encode(reason, forKey: .reason)
     }
 }
 
 /// A `publish` delivered to a subscriber:
 /// `{"type":"message","channel":C,"from":{…},"data":…}`.
-public struct MessagePush: Encodable, Sendable {
+public struct MessagePush: Encodable, Sendable, Hashable {
+    /// The push's `type` on the wire.
+    public static var wireType: String { "message" }
+
     /// The channel, in its `kind/name` form.
     public let channel: String
     /// The publisher.
@@ -101,14 +113,14 @@ public struct MessagePush: Encodable, Sendable {
         self.data = data
     }
 
-    private enum CodingKeys: String, CodingKey {
+    enum CodingKeys: String, CodingKey {
         case type, channel, from, data
     }
 
     /// Writes `type` `message` and the fields.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode("message", forKey: .type)
+        try container.encode(Self.wireType, forKey: .type)
         try container.encode(channel, forKey: .channel)
         try container.encode(from, forKey: .from)
         try container.encode(data, forKey: .data)
@@ -118,7 +130,10 @@ public struct MessagePush: Encodable, Sendable {
 /// Watchers of a channel changed:
 /// `{"type":"presence","channel":C,"joined":[…],"left":[…]}`. Both arrays
 /// are always present, possibly empty, so clients need no nil checks.
-public struct PresencePush: Encodable, Sendable {
+public struct PresencePush: Encodable, Sendable, Hashable {
+    /// The push's `type` on the wire.
+    public static var wireType: String { "presence" }
+
     /// The channel, in its `kind/name` form.
     public let channel: String
     /// Watchers that subscribed.
@@ -145,7 +160,7 @@ public struct PresencePush: Encodable, Sendable {
         self.leftCount = leftCount
     }
 
-    private enum CodingKeys: String, CodingKey {
+    enum CodingKeys: String, CodingKey {
         case type, channel, joined, left
         case watcherCount = "watcher_count"
         case joinedCount = "joined_count"
@@ -155,7 +170,7 @@ public struct PresencePush: Encodable, Sendable {
     /// Writes `type` `presence`, both arrays and the counts that are set.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode("presence", forKey: .type)
+        try container.encode(Self.wireType, forKey: .type)
         try container.encode(channel, forKey: .channel)
         try container.encode(joined, forKey: .joined)
         try container.encode(left, forKey: .left)
@@ -167,7 +182,10 @@ public struct PresencePush: Encodable, Sendable {
 
 /// A committed durable change:
 /// `{"type":"event","channel":C,"seq":S,"event":…,"data":{…},"at":…}`.
-public struct EventPush: Encodable, Sendable, JSONWritable {
+public struct EventPush: Encodable, Sendable, Hashable, JSONWritable {
+    /// The push's `type` on the wire.
+    public static var wireType: String { "event" }
+
     /// The channel, in its `kind/name` form.
     public let channel: String
     /// The channel's seq after this event.
@@ -188,14 +206,14 @@ public struct EventPush: Encodable, Sendable, JSONWritable {
         self.at = at
     }
 
-    private enum CodingKeys: String, CodingKey {
+    enum CodingKeys: String, CodingKey {
         case type, channel, seq, event, data, at
     }
 
     /// Writes `type` `event` and the fields.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode("event", forKey: .type)
+        try container.encode(Self.wireType, forKey: .type)
         try container.encode(channel, forKey: .channel)
         try container.encode(seq, forKey: .seq)
         try container.encode(event, forKey: .event)
@@ -205,7 +223,7 @@ public struct EventPush: Encodable, Sendable, JSONWritable {
 
     /// The fields of `encode(to:)`, written directly.
     public func writeFields(to fields: inout JSONFields) throws {
-        fields.write("type", "event")
+        fields.write("type", Self.wireType)
         fields.write("channel", channel)
         fields.write("seq", seq)
         fields.write("event", event)
@@ -221,6 +239,9 @@ public struct EventPush: Encodable, Sendable, JSONWritable {
 /// many countdowns) encodes several times faster than the same JSON as a
 /// `JSONValue` tree.
 public struct TickPush<Data: Encodable & Sendable>: Encodable, Sendable, JSONWritable {
+    /// The push's `type` on the wire.
+    public static var wireType: String { "tick" }
+
     /// The channel, in its `kind/name` form.
     public let channel: String
     /// The progress values (speed, remaining time, lap time…).
@@ -232,22 +253,26 @@ public struct TickPush<Data: Encodable & Sendable>: Encodable, Sendable, JSONWri
         self.data = data
     }
 
-    private enum CodingKeys: String, CodingKey {
+    enum CodingKeys: String, CodingKey {
         case type, channel, data
     }
 
     /// Writes `type` `tick` and the fields.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode("tick", forKey: .type)
+        try container.encode(Self.wireType, forKey: .type)
         try container.encode(channel, forKey: .channel)
         try container.encode(data, forKey: .data)
     }
 
     /// The fields of `encode(to:)`, written directly.
     public func writeFields(to fields: inout JSONFields) throws {
-        fields.write("type", "tick")
+        fields.write("type", Self.wireType)
         fields.write("channel", channel)
         try fields.write("data", data)
     }
 }
+
+extension TickPush: Equatable where Data: Equatable {}
+
+extension TickPush: Hashable where Data: Hashable {}

@@ -25,6 +25,7 @@ final class ScriptedServer {
     /// Called for each request; the default answers `hello` and `ping`.
     var onRequest: (Peer, [String: JSONValue]) -> Void = { _, _ in }
     private let encoder = MessageEncoder()
+    private let serverEncoder = ReusableMessageEncoder()
 
     init(loop: Loop) throws {
         listener = TCPListener(loop: loop)
@@ -67,6 +68,13 @@ final class ScriptedServer {
     /// Sends any frame.
     func push(_ frame: JSONValue, on peer: Peer) {
         pushRaw(Array(try! encoder.body(frame)), on: peer)
+    }
+
+    /// Sends `message` as the real server encodes it: with the encoder of
+    /// its event loop, ``JSONWritable`` fast paths included.
+    func send(_ message: some Encodable, on peer: Peer) {
+        let frame = try! serverEncoder.frame(message)
+        pushRaw(withExtendedLifetime(frame) { Array(frame.body) }, on: peer)
     }
 
     /// Sends `body` behind a length header, whatever it is.

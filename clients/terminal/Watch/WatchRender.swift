@@ -231,9 +231,9 @@ enum WatchLines {
         "\(event.channel) #\(event.seq) \(event.event)\(event.replayed ? " (recovered)" : "") \(Output.inline(event.data))"
     }
 
-    static func tick(_ tick: ChannelTick) -> String { "\(tick.channel) tick \(Output.inline(tick.data))" }
+    static func tick(_ tick: TickPush<JSONValue>) -> String { "\(tick.channel) tick \(Output.inline(tick.data))" }
 
-    static func presence(_ change: PresenceChange) -> String {
+    static func presence(_ change: PresencePush) -> String {
         var parts = ["\(change.channel) presence"]
         if !change.joined.isEmpty { parts.append("joined=" + change.joined.map(\.name).joined(separator: ",")) }
         if !change.left.isEmpty { parts.append("left=" + change.left.map(\.name).joined(separator: ",")) }
