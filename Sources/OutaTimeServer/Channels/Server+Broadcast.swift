@@ -25,6 +25,27 @@ extension Server {
         return delivered
     }
 
+    /// Encodes a tick once and queues it to every watcher of `channel`;
+    /// a watcher whose output is backed up gets only the newest
+    /// (``Session/queueTick(_:channel:)``).
+    func broadcastTick<Data: Encodable & Sendable>(_ data: Data, to channel: String) {
+        guard let subscribers = subscriptions.subscribers(of: channel), subscribers.count > 0 else { return }
+        let frame: Frame
+        do {
+            frame = try encoder.frame(TickPush(channel: channel, data: data))
+        } catch {
+            logger.error("encoding a tick failed", metadata: ["channel": "\(channel)", "error": "\(error)"])
+            return
+        }
+        var delivered = 0
+        for session in subscribers.members where session.queueTick(frame, channel: channel) {
+            delivered += 1
+        }
+        counters.deliveries += delivered
+        counters.framesOut += delivered
+        counters.bytesOut += delivered * frame.count
+    }
+
     /// Tells the channel's watchers who joined or left. A channel of at most
     /// `presenceLimit` watchers gets a `presence` push at once (not to
     /// `except`); a crowded one gets a summary per `presenceIntervalMs` (see

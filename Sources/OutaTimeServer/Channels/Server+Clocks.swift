@@ -71,10 +71,6 @@ extension Server {
         commitSystemEvents(outcome.events, on: channel)
     }
 
-    private func broadcastTick<Data: Encodable & Sendable>(_ data: Data, to key: String) {
-        broadcast(TickPush(channel: key, data: data), to: key)
-    }
-
     /// Saves the channel's live values (a running countdown's remaining
     /// time) without an event, bounding what a crash loses.
     private func storeLiveValues(of channel: Channel) {

@@ -28,6 +28,10 @@ public struct ServerConfig: Sendable {
     public var helloTimeoutMs = 10_000
     /// Bytes queued for one connection before it is closed as a slow consumer.
     public var outputLimitBytes = 8 << 20
+    /// A connection with this many bytes queued gets ticks conflated: per
+    /// channel only the newest waits, sent once its output has drained.
+    /// Ticks alone never make a slow consumer.
+    public var tickBacklogBytes = 64 << 10
     /// Subscriptions one connection may hold.
     public var maxSubscriptionsPerSession = 1024
     /// Upper bound on a graceful shutdown; what is left is then closed hard.

@@ -97,6 +97,7 @@ extension Server {
             slowConsumerCloses: counters.slowConsumerCloses,
             ticks: counters.ticks,
             ticksLate: counters.ticksLate,
+            ticksConflated: counters.ticksConflated,
             tickLatenessMaxMs: counters.tickLatenessMaxMs,
             closes: counters.closesByReason,
             rssBytes: StatsResult.residentBytes()

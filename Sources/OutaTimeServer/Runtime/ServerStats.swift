@@ -14,6 +14,9 @@ struct ServerCounters {
     var closesByReason: [String: Int] = [:]
     /// `tick` pushes built (one per channel tick, whatever the subscriber count).
     var ticks = 0
+    /// Ticks a slow connection never got: a newer one of the same channel
+    /// replaced them while its output drained (conflation).
+    var ticksConflated = 0
     /// Ticks built more than 50 ms after they were due (the loop was busy).
     var ticksLate = 0
     /// The most a tick was built after it was due, in ms.
@@ -50,6 +53,7 @@ struct StatsResult: Encodable {
     var slowConsumerCloses: Int
     var ticks: Int
     var ticksLate: Int
+    var ticksConflated: Int
     var tickLatenessMaxMs: UInt64
     var closes: [String: Int]
     var rssBytes: Int
@@ -74,6 +78,7 @@ struct StatsResult: Encodable {
         case slowConsumerCloses = "slow_consumer_closes"
         case ticks
         case ticksLate = "ticks_late"
+        case ticksConflated = "ticks_conflated"
         case tickLatenessMaxMs = "tick_lateness_max_ms"
         case closes
         case rssBytes = "rss_bytes"

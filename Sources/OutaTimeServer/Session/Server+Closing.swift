@@ -20,6 +20,7 @@ extension Server {
         session.transition(to: .closing(reason: reason, deadline: loop.now + UInt64(config.lingerMs)))
         count(close: bye?.rawValue ?? reason.rawValue)
         session.requests.clear()
+        session.dropHeldTicks()
         detach(session)
         if !session.sawEOF { try? session.stream.resumeReading() }  // to notice the peer's EOF
         let stream = session.stream

@@ -81,6 +81,9 @@ final class Session {
     var sawEOF = false
     /// Reading stopped because ``requests`` is full.
     var isReadingPaused = false
+    /// Ticks waiting for the output to drain, newest per channel
+    /// (conflation; see ``queueTick(_:channel:)``).
+    private(set) var heldTicks: [String: Frame] = [:]
 
     init(serial: Int, id: String, stream: TCPStream, server: Server, maxFrame: Int, now: UInt64) {
         self.serial = serial
@@ -119,6 +122,48 @@ final class Session {
             server.close(self, bye: .slowConsumer)
         }
         return true
+    }
+
+    /// Queues a tick: at once while the output is short, otherwise it waits
+    /// until the output has drained, replacing the channel's older waiting
+    /// tick (a tick only shows the time: only the newest matters). Ticks
+    /// never count toward the slow-consumer limit. Returns true when the
+    /// tick was queued now (a held one is counted when it goes out).
+    func queueTick(_ frame: Frame, channel: String) -> Bool {
+        guard !isSealed, state.isReady else { return false }
+        if heldTicks.isEmpty, stream.bufferedByteCount < server.config.tickBacklogBytes {
+            stream.enqueue(frame)
+            if !isDirty { server.markDirty(self) }
+            return true
+        }
+        if heldTicks.updateValue(frame, forKey: channel) != nil {
+            server.counters.ticksConflated += 1
+        }
+        if stream.onDrained == nil {
+            stream.onDrained = { [unowned self] in self.releaseHeldTicks() }
+        }
+        return false
+    }
+
+    /// The output drained: the waiting ticks go out.
+    private func releaseHeldTicks() {
+        stream.onDrained = nil
+        let ticks = heldTicks
+        heldTicks = [:]
+        guard state.isReady, !isSealed else { return }
+        for frame in ticks.values {
+            stream.enqueue(frame)
+            server.counters.deliveries += 1
+            server.counters.framesOut += 1
+            server.counters.bytesOut += frame.count
+        }
+        if !isDirty { server.markDirty(self) }
+    }
+
+    /// Drops waiting ticks (the conversation is ending).
+    func dropHeldTicks() {
+        heldTicks = [:]
+        stream.onDrained = nil
     }
 
     /// Queues the last frame of a conversation (the `bye`) and seals the

@@ -1,0 +1,76 @@
+import OutaTimeTestSupport
+import Foundation
+import OutaTimeProtocol
+import OutaTimeServer
+import Testing
+
+/// A watcher that cannot keep up with ticks gets, per channel, only the
+/// newest tick waiting, never a `bye` for ticks alone (PROTOCOL.md §12);
+/// messages still count toward the slow-consumer limit.
+@Suite("tick conflation", .timeLimit(.minutes(1)))
+struct TickConflationTests {
+    static let channel = "laps/conflation"
+
+    /// A 1 ms stopwatch tick, a 32 KiB output limit and ticks held above
+    /// 4 KiB: ticks alone would pass the limit within a second.
+    static func configure(_ config: inout ServerConfig) {
+        config.lapTickMs = 1
+        config.outputLimitBytes = 32 << 10
+        config.tickBacklogBytes = 4 << 10
+    }
+
+    @Test("a watcher that never reads gets the newest tick and no bye while only ticks pile up")
+    func neverReadingWatcher() throws {
+        try withTestServer(Self.configure) { server in
+            let slow = try TestClient(port: server.port, receiveBuffer: 4_096)
+            try slow.hello(name: "slowpoke")
+            let operator_ = try server.connectReady(name: "Doc")
+            // Ten stopwatches ticking every millisecond.
+            let channels = [Self.channel] + (1..<10).map { "laps/conflation-\($0)" }
+            for channel in channels {
+                try slow.call("subscribe", ["channel": channel])
+                try operator_.call("command", ["channel": channel, "action": "start"])
+            }
+
+            // The slow watcher reads nothing for 3 s: several MB of ticks,
+            // far beyond what the kernel buffers and 100 times its limit.
+            Thread.sleep(forTimeInterval: 3)
+            let stats = try operator_.call("stats")
+            #expect(stats[int: "slow_consumer_closes"] == 0)
+            #expect((stats[int: "ticks_conflated"] ?? 0) > 0, "no tick was conflated: \(describe([stats]))")
+
+            // Now it reads: ticks, no bye, and among the last ones a tick
+            // less than a second old.
+            let elapsedNow = try #require(try operator_.call("get", ["channel": Self.channel])[object: "state"]?[int: "total_elapsed_ms"])
+            var frames: [[String: Any]] = []
+            let deadline = Date().addingTimeInterval(2)
+            while Date() < deadline, frames.count < 100_000 {
+                frames.append(try slow.readFrame())
+                if let last = frames.last, last.type == "tick", last["channel"] as? String == Self.channel,
+                   let total = last[object: "data"]?[int: "total_elapsed_ms"], total >= elapsedNow { break }
+            }
+            #expect(!frames.contains { $0.type == "bye" }, "\(describe(frames.filter { $0.type == "bye" }))")
+            let newest = frames.last { $0.type == "tick" && $0["channel"] as? String == Self.channel }?[object: "data"]?[int: "total_elapsed_ms"] ?? 0
+            #expect(newest >= elapsedNow, "the newest tick seen shows \(newest) ms; the stopwatch was at \(elapsedNow) ms")
+            #expect(try slow.request("ping").isOK)
+        }
+    }
+
+    @Test("messages still count toward the limit: a watcher that never reads them gets bye slow_consumer")
+    func messagesStillCount() throws {
+        try withTestServer(Self.configure) { server in
+            let slow = try TestClient(port: server.port, receiveBuffer: 4_096)
+            try slow.hello(name: "slowpoke")
+            try slow.call("subscribe", ["channel": Self.channel])
+            let publisher = try server.connectReady(name: "Doc")
+            let payload = String(repeating: "x", count: 8_000)
+            var delivered = 1
+            for _ in 0..<400 where delivered == 1 {
+                delivered = try publisher.call("publish", ["channel": Self.channel, "data": payload])[int: "delivered"] ?? -1
+            }
+            #expect(delivered == 0, "the slow watcher was never dropped")
+            let bye = try slow.readUntil(type: "bye", timeout: 10)
+            #expect(bye["reason"] as? String == "slow_consumer")
+        }
+    }
+}
