@@ -50,10 +50,10 @@ struct TimersCommand: ParsableCommand {
     var watchers: Int = 10
 
     @Option(help: ArgumentHelp("""
-        Requests (`add`s, then `start`s) each viewer keeps in flight during the setup (1…1000). A \
-        server that commits one waiting command per connection at a time and stops reading a \
-        connection with 16 requests waiting gains nothing above 2 and, when draining them takes \
-        over 2 × its heartbeat, closes the viewer as idle: there, use 8.
+        Requests (`add`s, then `start`s) each viewer keeps in flight during the setup (1…1000). \
+        A server that stops reading a connection with 16 requests waiting (PROTOCOL.md §2) and \
+        commits them one at a time does not see the pings behind them, and closes a viewer as \
+        idle when they take over 2 × its heartbeat: use 8 against such a server.
         """, valueName: "count"))
     var setupWindow: Int = 64
 
