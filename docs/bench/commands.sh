@@ -1,10 +1,18 @@
 #!/usr/bin/env bash
 # Durable commands against their peer, interleaved: Redis with
-# `appendfsync always` under `redis-benchmark -c 50 -t set`, then OutaTime
-# under `outatime-load commands --clients 50`, RUNS times (default 3), each
-# on a fresh server and data folder. Prints one line per round.
+# `appendfsync always` under `redis-benchmark -c CLIENTS -P PIPELINE -t set`,
+# then OutaTime under `outatime-load commands --clients CLIENTS --pipeline
+# PIPELINE`, RUNS times (default 3), each on a fresh server and data folder.
+# Prints one line per round with both figures.
 #
-#   docs/bench/commands.sh [RESULTS_DIR]        (make bench-commands)
+#   docs/bench/commands.sh [RESULTS_DIR]                   (make bench-commands)
+#   PIPELINE=100 CLIENTS=1 docs/bench/commands.sh          one connection, 100 in flight
+#   PIPELINE=100 CLIENTS=1 make bench-commands             the same through make
+#
+# Environment: CLIENTS (default 50 connections), PIPELINE (default 1 command
+# in flight per connection), RUNS (3), DURATION (10 s of OutaTime per round),
+# REDIS_REQUESTS (SETs per redis-benchmark run; default 300000, or 1000000
+# with a pipeline, so that a round lasts seconds, not a blink).
 #
 # Needs: .build/release/outatime-server and outatime-load (make release);
 # redis-server and redis-benchmark (Debian package redis-server) for the
@@ -15,12 +23,16 @@ cd "$(dirname "$0")/../.."
 OUT=${1:-/tmp/outatime-commands-$(date +%Y%m%d-%H%M%S)}
 RUNS=${RUNS:-3}
 DURATION=${DURATION:-10}
+CLIENTS=${CLIENTS:-50}
+PIPELINE=${PIPELINE:-1}
+if [[ $PIPELINE -gt 1 ]]; then REDIS_REQUESTS=${REDIS_REQUESTS:-1000000}; else REDIS_REQUESTS=${REDIS_REQUESTS:-300000}; fi
 SERVER=.build/release/outatime-server
 LOAD=.build/release/outatime-load
 mkdir -p "$OUT"
 for tool in "$SERVER" "$LOAD"; do
   [[ -x $tool ]] || { echo "missing $tool (make release)" >&2; exit 64; }
 done
+echo "durable commands: $CLIENTS clients, $PIPELINE in flight each; $RUNS rounds; results in $OUT"
 
 redis_round() {  # prints the SET/s of one redis-benchmark run, or "-"
   if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null; then
@@ -34,7 +46,7 @@ redis_round() {  # prints the SET/s of one redis-benchmark run, or "-"
     --dir "$dir" >/dev/null &
   local pid=$!
   sleep 1.5
-  redis-benchmark -p 16380 -c 50 -n 300000 -t set -q 2>/dev/null | tr '\r' '\n' \
+  redis-benchmark -p 16380 -c "$CLIENTS" -P "$PIPELINE" -n "$REDIS_REQUESTS" -t set -q 2>/dev/null | tr '\r' '\n' \
     | awk '/requests per second/ { print $2 }' | tail -1
   kill -TERM $pid
   wait $pid || true
@@ -45,7 +57,8 @@ outatime_round() {  # FILE: one outatime-load commands run on a fresh server
   "$SERVER" --port 19001 --db "$OUT/commands.sqlite" --log-level warning >/dev/null &
   local pid=$!
   sleep 1
-  "$LOAD" commands --port 19001 --clients 50 --duration "$DURATION" --json 2>/dev/null > "$1" || true
+  "$LOAD" commands --port 19001 --clients "$CLIENTS" --pipeline "$PIPELINE" --duration "$DURATION" --json \
+    2>/dev/null > "$1" || true
   kill -TERM $pid
   wait $pid || true
 }
@@ -55,12 +68,21 @@ for round in $(seq "$RUNS"); do
   outatime_round "$OUT/commands-$round.json"
   python3 - "$OUT/commands-$round.json" "$redis" <<'PY'
 import json, sys, time
-result = json.load(open(sys.argv[1]))
+try:
+    result = json.load(open(sys.argv[1]))
+except ValueError:
+    print(f"{time.strftime('%H:%M:%S')}  outatime: no result (see {sys.argv[1]})  |  "
+          f"redis appendfsync always {sys.argv[2]} SET/s")
+    sys.exit(0)
 latency = result["latency"]
 ms = lambda key: f"{latency[key] / 1000:.1f} ms"
-print(f"{time.strftime('%H:%M:%S')}  outatime {result['commands_per_s']:,}/s  "
+cpu = result.get("harness_cpu", {})
+share = cpu.get("busiest_loop_share")
+harness = f"harness loop {share * 100:.0f} %  " if share is not None else ""
+print(f"{time.strftime('%H:%M:%S')}  c{result['clients']} P{result.get('pipeline', 1)}  "
+      f"outatime {result['commands_per_s']:,}/s  "
       f"p50 {ms('p50_us')}  p99 {ms('p99_us')}  p99.9 {ms('p99_9_us')}  max {ms('max_us')}  "
-      f"{result['events_per_batch']} events/commit  errors {result['errors']}  |  "
+      f"{result.get('events_per_batch', '?')} events/commit  errors {result['errors']}  {harness}|  "
       f"redis appendfsync always {sys.argv[2]} SET/s")
 PY
 done

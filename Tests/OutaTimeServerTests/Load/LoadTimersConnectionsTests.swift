@@ -41,8 +41,42 @@ struct LoadTimersConnectionsTests {
             let lateness = try #require(result["lateness"] as? [String: Any])
             #expect((lateness["p50_us"] as? Int ?? 0) > 0)
             #expect((lateness["max_us"] as? Int ?? 0) >= (lateness["p99_us"] as? Int ?? 1))
+            #expect(result["timers_added"] as? Int == 200)
+            // One viewer and two watchers per list, whatever the number of timers.
+            #expect(result["connections"] as? Int == 12)
+            #expect(result["setup_window"] as? Int == 64)
             let setup = try #require(result["setup"] as? [String: Any])
-            #expect(setup["start_s"] != nil)
+            for phase in ["connect_and_add_s", "subscribe_s", "start_s", "total_s"] {
+                #expect((setup[phase] as? Double ?? -1) >= 0, "setup.\(phase)")
+            }
+            #expect((setup["adds_per_s"] as? Int ?? 0) > 0)
+            #expect((setup["starts_per_s"] as? Int ?? 0) > 0)
+            #expect(setup["failed_in"] == nil)
+            let cpu = try #require(result["harness_cpu"] as? [String: Any])
+            for phase in ["setup", "measured"] {
+                let part = try #require(cpu[phase] as? [String: Any], "harness_cpu.\(phase)")
+                #expect((part["cpu_s"] as? Double ?? -1) >= 0)
+                #expect((part["wall_s"] as? Double ?? 0) > 0)
+            }
+        }
+    }
+
+    @Test("timers: with a 0.5 s server heartbeat every connection pings through setup and a 3 s measurement; none is closed")
+    func timersHeartbeats() throws {
+        // Silence for 1 s closes a connection (idle_timeout): the watchers send
+        // nothing but pings for the whole measurement. A window of 4 keeps the
+        // viewers' requests below what makes today's server stop reading them.
+        try withTestServer({ $0.heartbeatMs = 500 }) { server in
+            let run = try LoadHarnessTests.load(["timers", "--timers", "40", "--lists", "2", "--watchers", "2",
+                                                 "--setup-window", "4", "--duration", "3", "--setup-timeout", "30",
+                                                 "--json"], port: server.port)
+            #expect(run.status == 0, "stderr: \(run.stderr)\nstdout: \(run.stdout)")
+            let result = try json(run)
+            #expect(result["errors"] as? Int == 0, "first error: \(result["first_error"] ?? "none")")
+            #expect(result["timers_started"] as? Int == 40)
+            #expect(result["setup_window"] as? Int == 4)
+            #expect(result["missed_ticks"] as? Int == 0)
+            #expect(result["ok"] as? Bool == true)
         }
     }
 
@@ -53,7 +87,8 @@ struct LoadTimersConnectionsTests {
                                                  "--duration", "2", "--setup-timeout", "30"], port: server.port)
             #expect(run.status == 0, "stderr: \(run.stderr)\nstdout: \(run.stdout)")
             for label in ["ticks/s", "updates/s", "lateness p50", "lateness p99.9", "lateness max", "missed ticks",
-                          "duplicated ticks", "errors", "6 of 6"] {
+                          "duplicated ticks", "errors", "6 of 6", "connections", "4 (2 viewers + 2 watchers)",
+                          "setup rates", "adds/s", "starts/s", "harness CPU, setup", "harness CPU, measured"] {
                 #expect(run.stdout.contains(label), "missing \(label) in \(run.stdout)")
             }
         }
@@ -88,6 +123,7 @@ struct LoadTimersConnectionsTests {
               (["timers", "--timers", "0"], "--timers must be 1…10000000, got 0"),
               (["timers", "--timers", "10", "--lists", "20"], "--lists must be 1…10"),
               (["timers", "--watchers", "0"], "--watchers must be 1…1000 per list, got 0"),
+              (["timers", "--setup-window", "0"], "--setup-window must be 1…1000, got 0"),
               (["connections", "--connections", "0"], "--connections must be 1…1000000, got 0"),
               (["connections", "--connections", "10", "--channels", "11"], "--channels must be 1…10"),
               (["connections", "--concurrency", "0"], "--concurrency must be 1…10000, got 0"),

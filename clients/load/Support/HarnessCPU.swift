@@ -13,10 +13,12 @@ struct CPUSample {
         CPUSample(wallNs: Loop.hrtime, process: CPUClock.processSeconds(), loops: threads?.cpuSeconds() ?? [])
     }
 
-    /// What was used from `earlier` to this sample.
+    /// What was used from `earlier` to this sample. An `earlier` sample
+    /// taken before the loop threads started counts them from zero.
     func since(_ earlier: CPUSample) -> HarnessCPU {
         var busiest: Double?
-        for (now, then) in zip(loops, earlier.loops) {
+        let before = earlier.loops.isEmpty ? Array(repeating: 0, count: loops.count) : earlier.loops
+        for (now, then) in zip(loops, before) {
             guard let now, let then else { continue }
             busiest = max(busiest ?? 0, now - then)
         }

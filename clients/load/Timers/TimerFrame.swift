@@ -1,15 +1,19 @@
 import Foundation
 import OutaTimeProtocol
 
-/// What the timers scenario needs from one server frame. Ticks and
-/// `timer_started` events are scanned without a JSON parse (a watcher of a
-/// list of 100 running timers reads a ~3 KB tick every second); the key
-/// order inside an object is not relied on.
+/// What the timers scenario needs from one server frame. The frames that
+/// come by the million (ticks, `timer_added` and `timer_started` events,
+/// successful `add` and `start` replies) are scanned without a JSON parse
+/// when they start as the server writes them; key order inside their
+/// objects is not relied on. Anything else takes the full parse.
 enum TimerFrame {
     /// A `tick`: `data.timers` as (id, remaining_s) pairs, in list order,
     /// and `data.at`, the second the tick stands for (seconds since 1970;
     /// nil from a server that does not send it).
     case tick([(id: Int, remaining: Int)], at: Double?)
+    /// A `tick` whose entries were not read (``classify(_:readingTicks:)``
+    /// with `readingTicks` false: a viewer has no use for them).
+    case tickNotRead
     /// A `timer_started {id, remaining_s}` event.
     case started(id: Int, remaining: Int)
     /// A reply to request `id`: ok with the result's `id` (a timer's) when
@@ -20,7 +24,10 @@ enum TimerFrame {
     /// Anything else (`presence`, other events).
     case other
 
-    private static let tickMarker = Array(#""type":"tick""#.utf8)
+    private static let tickPrefix = Array(#"{"type":"tick","#.utf8)
+    private static let eventPrefix = Array(#"{"type":"event","#.utf8)
+    private static let replyPrefix = Array(#"{"type":"reply","id":"#.utf8)
+    private static let okResult = Array(#","ok":true,"result":{"#.utf8)
     private static let startedMarker = Array(#""event":"timer_started""#.utf8)
     private static let timersMarker = Array(#""timers":["#.utf8)
     private static let dataMarker = Array(#""data":{"#.utf8)
@@ -28,35 +35,42 @@ enum TimerFrame {
     private static let idKey = Array("id".utf8)
     private static let remainingKey = Array("remaining_s".utf8)
 
-    /// Classifies one frame body.
-    static func classify(_ body: UnsafeRawBufferPointer) -> TimerFrame {
-        if WireBytes.find(tickMarker, in: body) != nil {
-            guard let start = WireBytes.find(timersMarker, in: body) else { return .failure("tick without data.timers") }
-            var entries: [(id: Int, remaining: Int)] = []
-            var index = start + timersMarker.count
-            while index < body.count, body[index] != UInt8(ascii: "]") {
-                if body[index] == UInt8(ascii: "{") {
-                    guard let (fields, end) = intObject(body, at: index),
-                          let id = fields.id, let remaining = fields.remaining else {
-                        return .failure("unreadable tick entry: \(String(decoding: body.prefix(200), as: UTF8.self))")
-                    }
-                    entries.append((id, remaining))
-                    index = end
-                } else {
-                    index += 1
-                }
-            }
-            return .tick(entries, at: tickTime(body, from: index))
+    /// Classifies one frame body; `readingTicks` false skips a tick's entries.
+    static func classify(_ body: UnsafeRawBufferPointer, readingTicks: Bool = true) -> TimerFrame {
+        if WireBytes.hasPrefix(tickPrefix, body) {
+            return readingTicks ? tick(body) : .tickNotRead
         }
-        if WireBytes.find(startedMarker, in: body) != nil, let data = WireBytes.find(dataMarker, in: body),
-           let (fields, _) = intObject(body, at: data + dataMarker.count - 1),
-           let id = fields.id, let remaining = fields.remaining {
-            return .started(id: id, remaining: remaining)
+        if WireBytes.hasPrefix(eventPrefix, body) {
+            guard WireBytes.find(startedMarker, in: body) != nil else { return .other }
+            if let data = WireBytes.find(dataMarker, in: body),
+               let (fields, _) = intObject(body, at: data + dataMarker.count - 1),
+               let id = fields.id, let remaining = fields.remaining {
+                return .started(id: id, remaining: remaining)
+            }
+            return .failure("unreadable timer_started event: \(String(decoding: body.prefix(200), as: UTF8.self))")
+        }
+        // A successful reply: a flat result (a timer, the hello result) gives
+        // its `id`; a nested one (a subscribe snapshot of a full list, ~100 KB
+        // at 1,000 timers) carries no timer id the harness needs.
+        if WireBytes.hasPrefix(replyPrefix, body),
+           let (id, afterID) = WireBytes.parseInt(body, at: replyPrefix.count),
+           WireBytes.matches(okResult, in: body, at: afterID) {
+            return .reply(id: id, timerID: intObject(body, at: afterID + okResult.count - 1)?.fields.id, error: nil)
         }
         guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
             return .failure("unreadable frame from the server: \(String(decoding: body.prefix(200), as: UTF8.self))")
         }
         switch object["type"] as? String {
+        case "tick":
+            return readingTicks ? tick(body) : .tickNotRead
+        case "event":
+            guard object["event"] as? String == "timer_started" else { return .other }
+            let data = object["data"] as? [String: Any]
+            guard let id = (data?["id"] as? NSNumber)?.intValue,
+                  let remaining = (data?["remaining_s"] as? NSNumber)?.intValue else {
+                return .failure("timer_started without id and remaining_s")
+            }
+            return .started(id: id, remaining: remaining)
         case "reply":
             let id = (object["id"] as? NSNumber)?.intValue
             if object["ok"] as? Bool == true {
@@ -73,6 +87,26 @@ enum TimerFrame {
         }
     }
 
+    /// Reads a tick's `data.timers` entries and its `at`.
+    private static func tick(_ body: UnsafeRawBufferPointer) -> TimerFrame {
+        guard let start = WireBytes.find(timersMarker, in: body) else { return .failure("tick without data.timers") }
+        var entries: [(id: Int, remaining: Int)] = []
+        var index = start + timersMarker.count
+        while index < body.count, body[index] != UInt8(ascii: "]") {
+            if body[index] == UInt8(ascii: "{") {
+                guard let (fields, end) = intObject(body, at: index),
+                      let id = fields.id, let remaining = fields.remaining else {
+                    return .failure("unreadable tick entry: \(String(decoding: body.prefix(200), as: UTF8.self))")
+                }
+                entries.append((id, remaining))
+                index = end
+            } else {
+                index += 1
+            }
+        }
+        return .tick(entries, at: tickTime(body, from: index))
+    }
+
     /// The `"at":"…"` after the timers array, read as milliseconds with the
     /// protocol's ISO 8601 reader (its integer path for the server's form).
     private static func tickTime(_ body: UnsafeRawBufferPointer, from offset: Int) -> Double? {
@@ -84,8 +118,10 @@ enum TimerFrame {
         return ISOTime.parseMilliseconds(text).map { Double($0) / 1_000 }
     }
 
-    /// Reads a flat object of integer fields starting at the `{` at `offset`
-    /// (other fields are skipped); returns `id`, `remaining_s` and the offset after `}`.
+    /// Reads a flat object starting at the `{` at `offset`: integer `id` and
+    /// `remaining_s`, other integer and string fields skipped; returns them
+    /// and the offset after `}`. Nil when a value is an object or an array
+    /// (not flat) or the object does not end.
     private static func intObject(_ body: UnsafeRawBufferPointer, at offset: Int)
         -> (fields: (id: Int?, remaining: Int?), end: Int)? {
         var id: Int?
@@ -117,8 +153,10 @@ enum TimerFrame {
                     scan += body[scan] == UInt8(ascii: "\\") ? 2 : 1
                 }
                 index = scan + 1
+            } else if valueStart < body.count, body[valueStart] == UInt8(ascii: "{") || body[valueStart] == UInt8(ascii: "[") {
+                return nil
             } else {
-                // Nested values do not occur in the frames scanned here.
+                // true, false, null, a negative or fractional number: skip it.
                 index = valueStart
                 while index < body.count, body[index] != UInt8(ascii: ","), body[index] != UInt8(ascii: "}") { index += 1 }
             }

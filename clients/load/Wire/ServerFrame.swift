@@ -89,6 +89,13 @@ enum WireBytes {
         return true
     }
 
+    /// The decimal digits right after the first `marker` (such as
+    /// `"heartbeat_ms":`), if there are any.
+    static func int(after marker: [UInt8], in body: UnsafeRawBufferPointer) -> Int? {
+        guard let start = find(marker, in: body) else { return nil }
+        return parseInt(body, at: start + marker.count)?.0
+    }
+
     /// Parses the decimal digits at `offset`; returns the value and the offset after them.
     static func parseInt(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> (Int, Int)? {
         var index = offset
