@@ -83,6 +83,9 @@ struct CommitPipeline {
         lifecycle = .durable
     }
 
+    /// Events in the open batch (0 when there is none).
+    var openEventCount: Int { hasOpenBatch ? inFlight[inFlight.count - 1].events.count : 0 }
+
     /// Numbers `events` (seq + 1 each) into the open batch. Returns true
     /// when this opened it (the channel is to be submitted this iteration).
     mutating func append(_ events: [DomainEvent], at time: String, reply: PendingReply?) -> Bool {

@@ -18,7 +18,16 @@ extension Server {
         if channel.pipeline.append(events, at: ISOTime.format(time), reply: reply) {
             unsubmitted.append(channel)
         }
+        // A long run of pipelined commands is cut into batches of this many
+        // events, so that the writer commits the first while the loop still
+        // applies the rest (docs/BENCHMARKS.md).
+        if channel.pipeline.openEventCount >= Self.eagerBatchEvents {
+            submitOpenBatch(of: channel)
+        }
     }
+
+    /// Events in an open batch that make it go to the writer at once.
+    static let eagerBatchEvents = 32
 
     /// Hands every channel's open batch to the writer: once per loop
     /// iteration, before the loop waits, and after a group of commits.
@@ -26,23 +35,26 @@ extension Server {
         guard !unsubmitted.isEmpty else { return }
         let channels = unsubmitted
         unsubmitted = []
-        for channel in channels {
-            guard let batch = channel.pipeline.close(storingStateEvery: channel.state.eventsPerStoredState) else { continue }
-            var stateText: JSONText?
-            if batch.storesState {
-                // Encoded on the writer thread, off the loop.
-                let state = channel.state
-                let time = clock.now
-                stateText = JSONText(deferred: { state.storedText(at: time) })
-            }
-            let key = channel.key
-            let records = batch.events.indices.map { index in
-                EventRecord(channel: key, seq: batch.firstSeq + Int64(index), event: batch.events[index].name,
-                            data: Self.storedText(batch.events[index].data), at: batch.times[index])
-            }
-            submit([.appendEvents(channel: key, seq: batch.lastSeq, state: stateText, events: records)],
-                   for: .events(channel))
+        for channel in channels { submitOpenBatch(of: channel) }
+    }
+
+    /// Closes `channel`'s open batch, if any, and hands it to the writer.
+    private func submitOpenBatch(of channel: Channel) {
+        guard let batch = channel.pipeline.close(storingStateEvery: channel.state.eventsPerStoredState) else { return }
+        var stateText: JSONText?
+        if batch.storesState {
+            // Encoded on the writer thread, off the loop.
+            let state = channel.state
+            let time = clock.now
+            stateText = JSONText(deferred: { state.storedText(at: time) })
         }
+        let key = channel.key
+        let records = batch.events.indices.map { index in
+            EventRecord(channel: key, seq: batch.firstSeq + Int64(index), event: batch.events[index].name,
+                        data: Self.storedText(batch.events[index].data), at: batch.times[index])
+        }
+        submit([.appendEvents(channel: key, seq: batch.lastSeq, state: stateText, events: records)],
+               for: .events(channel))
     }
 
     /// The writer reported the channel's oldest batch in flight.
