@@ -41,6 +41,12 @@ struct OutaTimeServerCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Lap stopwatch tick interval.", valueName: "ms"))
     var lapTickMs = 100
 
+    @Option(help: ArgumentHelp("""
+        A connection with more than this many bytes queued gets ticks conflated: per channel only the \
+        newest tick waits until its output drains. Ticks alone never close a slow connection.
+        """, valueName: "bytes"))
+    var tickBacklogBytes = 65_536
+
     @Option(name: .customLong("flush-interval-us"), help: ArgumentHelp("""
         Write coalescing under load: a flush to many connections waits until this long after the \
         previous one, so bursts of broadcasts leave in fewer, larger writes. 0 writes every loop \
@@ -74,6 +80,7 @@ struct OutaTimeServerCommand: ParsableCommand {
         config.deloreanTickMs = deloreanTickMs
         config.lapTickMs = lapTickMs
         config.flushIntervalMicroseconds = flushIntervalMicroseconds
+        config.tickBacklogBytes = tickBacklogBytes
         config.historyLimit = historyLimit
         config.allowAnonymous = allowAnonymous
         if let tokens {

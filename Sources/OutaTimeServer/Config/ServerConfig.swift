@@ -77,6 +77,8 @@ public struct ServerConfig: Sendable {
         try require(lapTickMs >= 1, "--lap-tick-ms \(lapTickMs) must be at least 1")
         try require((0...100_000).contains(flushIntervalMicroseconds),
                     "--flush-interval-us \(flushIntervalMicroseconds) is out of range (0…100000; 0 flushes every loop iteration)")
+        try require((1024...(64 << 20)).contains(tickBacklogBytes),
+                    "--tick-backlog-bytes \(tickBacklogBytes) is out of range (1024…67108864 bytes)")
         try require(historyLimit >= 1000, "--history-limit \(historyLimit) is below the contract's minimum of 1000")
         if tokens == nil && !Self.isLoopback(host) && !allowAnonymous {
             throw ConfigError(message: "refusing to listen on non-loopback address \(host) without --tokens: "
