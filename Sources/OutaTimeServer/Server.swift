@@ -66,6 +66,8 @@ final class Server {
     var gatheredPresence: [String: PresenceSummary] = [:]
     var presenceTimer: UV.Timer!
     private var sweeper: UV.Timer!
+    /// Records the alive-until moment each second (``recordAlive(force:)``).
+    private var aliveTimer: UV.Timer!
     private(set) var scheduler: Scheduler<String>!
     private var signals: [Signal] = []
     var dirty: [Session] = []
@@ -116,6 +118,8 @@ final class Server {
         sweeper = UV.Timer(loop: loop)
         let interval = UInt64(max(10, min(1000, config.heartbeatMs / 4)))
         sweeper.start(timeoutMs: interval, repeatMs: interval) { [unowned self] in self.sweep() }
+        aliveTimer = UV.Timer(loop: loop)
+        aliveTimer.start(timeoutMs: 1000, repeatMs: 1000) { [unowned self] in self.recordAlive() }
         if handleSignals {
             for signum in [SIGINT, SIGTERM] {
                 let signal = Signal(loop: loop)
@@ -261,6 +265,7 @@ final class Server {
         flushTimer?.close()
         presenceTimer?.close()
         sweeper?.close()
+        aliveTimer?.close()
         scheduler?.close()
         if !signals.isEmpty {
             // Already stopping: a second Ctrl-C or SIGTERM must not kill the

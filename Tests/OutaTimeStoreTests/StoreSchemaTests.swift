@@ -5,14 +5,15 @@ import Testing
 
 /// The database file as opened: schema, durability settings, constraints.
 @Suite struct StoreSchemaTests {
-    static let allMigrations: Set<String> = ["v1", "v2-state-seq", "v3-event-tail", "v4-event-runs"]
+    static let allMigrations: Set<String> = ["v1", "v2-state-seq", "v3-event-tail", "v4-event-runs", "v5-state-at-and-meta"]
 
     @Test func migrationCreatesTheTables() throws {
         let temp = try TemporaryStore()
         let pool = temp.store.pool
         #expect(try pool.read { try StoreSchema.migrator.appliedIdentifiers($0) } == Self.allMigrations)
         #expect(try pool.read { try $0.columns(in: "channels") }.map(\.name)
-                == ["name", "kind", "seq", "state", "created_at", "updated_at", "state_seq"])
+                == ["name", "kind", "seq", "state", "created_at", "updated_at", "state_seq", "state_at"])
+        #expect(try pool.read { try $0.tableExists("server_meta") })
         #expect(try pool.read { try $0.primaryKey("channels") }.columns == ["name"])
         #expect(try pool.read { try $0.tableExists("events") } == false, "replaced by event_log in v4")
         // The append-only tail and log: row ids only grow, so a batch fills its last page.
@@ -104,5 +105,28 @@ import Testing
         defer { try? store.close() }
         #expect(FileManager.default.fileExists(atPath: path))
         #expect(store.path == path)
+    }
+}
+
+@Suite("server meta and state times")
+struct StoreMetaTests {
+    @Test("meta values are set, replaced and read back; unknown keys are nil")
+    func metaValues() throws {
+        let temp = try TemporaryStore()
+        #expect(try temp.store.meta("alive_until") == nil)
+        try temp.store.apply([.setMeta(key: "alive_until", value: "2026-11-25T12:00:00Z")])
+        try temp.store.apply([.setMeta(key: "alive_until", value: "2026-11-25T12:00:01Z")])
+        #expect(try temp.store.meta("alive_until") == "2026-11-25T12:00:01Z")
+    }
+
+    @Test("a stored state carries the moment it was stored; an append without a state keeps it")
+    func stateAt() throws {
+        let temp = try TemporaryStore()
+        try temp.store.apply([.createChannel(ChannelRecord(name: "timers/t", kind: "timers", seq: 0, state: "{}"))])
+        let created = try #require(try temp.store.channel(named: "timers/t")?.stateAt)
+        #expect(ISO8601DateFormatter().date(from: created) != nil, "\(created)")
+        try temp.store.apply([.appendEvents(channel: "timers/t", seq: 1, state: nil,
+                                            events: [EventRecord(channel: "timers/t", seq: 1, event: "e", data: "{}", at: created)])])
+        #expect(try temp.store.channel(named: "timers/t")?.stateAt == created)
     }
 }

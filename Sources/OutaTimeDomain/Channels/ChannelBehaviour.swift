@@ -63,6 +63,11 @@ public protocol ChannelBehaviour: Sendable, Codable {
     /// countdown's remaining time), so that it can be read back alone.
     func stored(at now: Date) -> Self
 
+    /// A stored state was read back; it was stored at `storedAt`: live
+    /// values continue from there (a running countdown counts down from
+    /// its stored remaining time since `storedAt`).
+    mutating func resumeLiveValues(storedAt: Date)
+
     /// The whole state is stored with a commit once at least this many
     /// events were stored since it last was; the events in between rebuild
     /// it on load (``apply(_:at:)``). 1 stores it with every commit. A kind
@@ -92,6 +97,9 @@ extension ChannelBehaviour {
 
     /// Stored as it is.
     public func stored(at now: Date) -> Self { self }
+
+    /// No live values.
+    public mutating func resumeLiveValues(storedAt: Date) {}
 
     /// `unknown_action` naming the action and listing the valid ones.
     static func unknownAction(_ action: String, kind: ChannelKind) -> ProtocolError {

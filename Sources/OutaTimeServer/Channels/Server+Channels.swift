@@ -52,6 +52,9 @@ extension Server {
     /// events after it applied in order.
     func restoredState(_ record: ChannelRecord, kind: ChannelKind) throws -> any ChannelBehaviour {
         var state = try kind.decodeState(jsonText: record.state)
+        if let stateAt = record.stateAt.flatMap(ISOTime.parse) {
+            state.resumeLiveValues(storedAt: stateAt)
+        }
         guard record.stateSeq < record.seq else { return state }
         let missing = record.seq - record.stateSeq
         let events = try store.history(channel: record.name, after: record.stateSeq, limit: Int(missing))

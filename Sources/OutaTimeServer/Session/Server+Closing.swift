@@ -97,6 +97,7 @@ extension Server {
         logger.notice("shutting down", metadata: ["connections": "\(sessions.count)", "pending_writes": "\(pendingWrites.count)"])
         listener.close()
         for session in sessions.values { session.stream.stopReading() }
+        recordAlive(force: true)
         checkDrained()
     }
 

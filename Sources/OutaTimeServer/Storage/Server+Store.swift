@@ -12,6 +12,8 @@ enum PendingWrite {
     /// Live values saved without an event (a running countdown's remaining
     /// time): nothing waits for them.
     case liveValues(Channel)
+    /// The server's own values (``Server/recordAlive()``).
+    case meta
 }
 
 extension Server {
@@ -33,7 +35,7 @@ extension Server {
             switch purpose {
             case .creation(let channel): creationCommitted(channel, failure: commit.error)
             case .events(let channel): eventsCommitted(on: channel, failure: commit.error)
-            case .liveValues: break
+            case .liveValues, .meta: break
             }
         }
         if case .draining = phase { checkDrained() }

@@ -132,9 +132,9 @@ extension Store {
             switch write {
             case .createChannel(let record):
                 try db.cachedStatement(sql: """
-                    INSERT INTO channels (name, kind, seq, state, state_seq, created_at, updated_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
-                    """).execute(arguments: [record.name, record.kind, record.seq, record.state, record.stateSeq, now, now])
+                    INSERT INTO channels (name, kind, seq, state, state_seq, created_at, updated_at, state_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    """).execute(arguments: [record.name, record.kind, record.seq, record.state, record.stateSeq, now, now, now])
                 _ = try exchangeSeq(record.name, record.seq)
 
             case .appendEvents(let channel, let seq, let state, let events):
@@ -150,15 +150,19 @@ extension Store {
                 // catches up at the next fold (see ``seq(of:in:)``).
                 if let state {
                     try db.cachedStatement(sql: """
-                        UPDATE channels SET seq = ?, state = ?, state_seq = ?, updated_at = ? WHERE name = ?
-                        """).execute(arguments: [seq, state.text, seq, now, channel])
+                        UPDATE channels SET seq = ?, state = ?, state_seq = ?, updated_at = ?, state_at = ? WHERE name = ?
+                        """).execute(arguments: [seq, state.text, seq, now, now, channel])
                 }
                 tail.append(contentsOf: events)
 
             case .saveState(let channel, let state):
                 let seq = try exchangeSeq(channel, nil)
-                try db.cachedStatement(sql: "UPDATE channels SET seq = ?, state = ?, state_seq = ?, updated_at = ? WHERE name = ?")
-                    .execute(arguments: [seq, state.text, seq, now, channel])
+                try db.cachedStatement(sql: "UPDATE channels SET seq = ?, state = ?, state_seq = ?, updated_at = ?, state_at = ? WHERE name = ?")
+                    .execute(arguments: [seq, state.text, seq, now, now, channel])
+
+            case .setMeta(let key, let value):
+                try db.cachedStatement(sql: "INSERT OR REPLACE INTO server_meta (key, value) VALUES (?, ?)")
+                    .execute(arguments: [key, value])
             }
         }
         // Row ids count up from 1 after each fold: fold when this batch's

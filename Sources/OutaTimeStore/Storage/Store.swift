@@ -62,10 +62,18 @@ public final class Store: Sendable {
             // A row's seq is exact as of the last fold; newer events wait in
             // the tail (empty right after opening).
             try Row.fetchAll(db, sql: """
-                SELECT name, kind, MAX(c.seq, COALESCE(t.seq, 0)) AS seq, state, state_seq
+                SELECT name, kind, MAX(c.seq, COALESCE(t.seq, 0)) AS seq, state, state_seq, state_at
                 FROM channels c LEFT JOIN (SELECT channel, MAX(seq) AS seq FROM event_tail GROUP BY channel) t
                 ON t.channel = c.name ORDER BY name
                 """).map(Self.channel(from:))
+        }
+    }
+
+    /// One of the server's own values (``StoreWrite/setMeta(key:value:)``),
+    /// or nil if it was never set.
+    public func meta(_ key: String) throws -> String? {
+        try pool.read { db in
+            try String.fetchOne(db, sql: "SELECT value FROM server_meta WHERE key = ?", arguments: [key])
         }
     }
 
@@ -75,7 +83,7 @@ public final class Store: Sendable {
             try Row.fetchOne(
                 db, sql: """
                     SELECT name, kind, MAX(seq, COALESCE((SELECT MAX(seq) FROM event_tail WHERE channel = ?1), 0)) AS seq,
-                    state, state_seq FROM channels WHERE name = ?1
+                    state, state_seq, state_at FROM channels WHERE name = ?1
                     """,
                 arguments: [name]
             ).map(Self.channel(from:))
@@ -130,6 +138,7 @@ public final class Store: Sendable {
     static let writerCacheKiB = 32 * 1024
 
     private static func channel(from row: Row) -> ChannelRecord {
-        ChannelRecord(name: row["name"], kind: row["kind"], seq: row["seq"], state: row["state"], stateSeq: row["state_seq"])
+        ChannelRecord(name: row["name"], kind: row["kind"], seq: row["seq"], state: row["state"], stateSeq: row["state_seq"],
+                      stateAt: row["state_at"])
     }
 }

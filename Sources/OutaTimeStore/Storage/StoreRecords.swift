@@ -15,14 +15,26 @@ public struct ChannelRecord: Sendable, Equatable {
     /// The seq `state` is as of: `seq`, or less when the events after it
     /// must be applied to it (see ``StoreWrite/appendEvents(channel:seq:state:events:)``).
     public var stateSeq: Int64
+    /// When `state` was stored (ISO 8601, whole seconds, the writer's
+    /// clock); nil when unknown. Live values in it (a running countdown's
+    /// remaining time) are as of this moment.
+    public var stateAt: String?
 
     /// Creates a record from its fields; `stateSeq` defaults to `seq`.
-    public init(name: String, kind: String, seq: Int64, state: String, stateSeq: Int64? = nil) {
+    public init(name: String, kind: String, seq: Int64, state: String, stateSeq: Int64? = nil, stateAt: String? = nil) {
         self.name = name
         self.kind = kind
         self.seq = seq
         self.state = state
         self.stateSeq = stateSeq ?? seq
+        self.stateAt = stateAt
+    }
+
+    /// The same channel data; when the state was stored (`stateAt`, the
+    /// writer's clock) is not compared.
+    public static func == (lhs: ChannelRecord, rhs: ChannelRecord) -> Bool {
+        lhs.name == rhs.name && lhs.kind == rhs.kind && lhs.seq == rhs.seq && lhs.state == rhs.state
+            && lhs.stateSeq == rhs.stateSeq
     }
 }
 
@@ -63,9 +75,12 @@ public enum StoreWrite: Sendable, Equatable {
     /// since`, loading) silently wrong, so it is refused. Events after
     /// `state_seq` are never pruned.
     case appendEvents(channel: String, seq: Int64, state: JSONText?, events: [EventRecord])
-    /// Replaces the channel's state without an event (e.g. the timers'
-    /// checkpoint every 5 s), as of the channel's current `seq`.
+    /// Replaces the channel's state without an event (live values saved
+    /// as of now), as of the channel's current `seq`.
     case saveState(channel: String, state: JSONText)
+    /// Sets one of the server's own values (``Store/meta(_:)``), such as
+    /// the last moment it is known to have run.
+    case setMeta(key: String, value: String)
 }
 
 /// A stored JSON text (a channel state, an event's data), given as is or

@@ -102,6 +102,21 @@ enum StoreSchema {
                 """)
             try db.execute(sql: "DROP TABLE events")
         }
+        migrator.registerMigration("v5-state-at-and-meta") { db in
+            // When each channel's state was stored: live values in it (a
+            // running countdown's remaining time) continue from there on
+            // load. Older releases stored running lists at least every 5 s
+            // and touched `updated_at` with each state, so it stands in.
+            try db.execute(sql: "ALTER TABLE channels ADD COLUMN state_at TEXT")
+            try db.execute(sql: "UPDATE channels SET state_at = updated_at")
+            // The server's own values, such as the last moment it ran.
+            try db.execute(sql: """
+                CREATE TABLE server_meta (
+                    key TEXT PRIMARY KEY NOT NULL,
+                    value TEXT NOT NULL
+                ) WITHOUT ROWID
+                """)
+        }
         return migrator
     }
 }
