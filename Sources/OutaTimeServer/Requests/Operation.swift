@@ -94,6 +94,7 @@ extension Server {
             storeBatches: writerStats.batchesCommitted,
             storeLargestBatch: writerStats.largestBatch,
             storeBacklog: writer.backlog,
+            storeTextBytes: store.textBytesWritten,
             slowConsumerCloses: counters.slowConsumerCloses,
             ticks: counters.ticks,
             ticksLate: counters.ticksLate,

@@ -50,6 +50,7 @@ struct StatsResult: Encodable {
     var storeBatches: Int
     var storeLargestBatch: Int
     var storeBacklog: Int
+    var storeTextBytes: Int
     var slowConsumerCloses: Int
     var ticks: Int
     var ticksLate: Int
@@ -75,6 +76,7 @@ struct StatsResult: Encodable {
         case storeBatches = "store_batches"
         case storeLargestBatch = "store_largest_batch"
         case storeBacklog = "store_backlog"
+        case storeTextBytes = "store_text_bytes"
         case slowConsumerCloses = "slow_consumer_closes"
         case ticks
         case ticksLate = "ticks_late"

@@ -45,10 +45,12 @@ extension Store {
             // transaction puts back everything it changed or learned.
             var undo: [(channel: String, seq: Int64?)] = []
             var foldDue = false
+            var bytes = 0
             do {
                 try pool.write { db in
+                    bytes = 0
                     foldDue = try Self.apply(writes, historyLimit: historyLimit, foldEvery: foldEvery,
-                                             foldLater: foldLater, in: db) { channel, newSeq in
+                                             foldLater: foldLater, in: db, textBytes: &bytes) { channel, newSeq in
                         try Self.exchangeSeq(&known[channel, default: Self.unknownSeq], of: channel, for: newSeq,
                                              undo: &undo, in: db)
                     }
@@ -57,6 +59,7 @@ extension Store {
                 for change in undo.reversed() { known[change.channel] = change.seq }
                 throw error
             }
+            textBytes.withLock { $0 += bytes }
             return foldDue
         }
     }
@@ -124,7 +127,7 @@ extension Store {
     ///   for a channel never created.
     static func apply(
         _ writes: [StoreWrite], historyLimit: Int?, foldEvery: Int = 1, foldLater: Bool = false, in db: Database,
-        exchangeSeq: (String, Int64?) throws -> Int64
+        textBytes: inout Int, exchangeSeq: (String, Int64?) throws -> Int64
     ) throws -> Bool {
         let now = Date().formatted(.iso8601)
         var tail: [EventRecord] = []
@@ -149,16 +152,20 @@ extension Store {
                 // The channel's row is written only with a state: its `seq`
                 // catches up at the next fold (see ``seq(of:in:)``).
                 if let state {
+                    let text = state.text
+                    textBytes += text.utf8.count
                     try db.cachedStatement(sql: """
                         UPDATE channels SET seq = ?, state = ?, state_seq = ?, updated_at = ?, state_at = ? WHERE name = ?
-                        """).execute(arguments: [seq, state.text, seq, now, now, channel])
+                        """).execute(arguments: [seq, text, seq, now, now, channel])
                 }
                 tail.append(contentsOf: events)
 
             case .saveState(let channel, let state):
                 let seq = try exchangeSeq(channel, nil)
+                let text = state.text
+                textBytes += text.utf8.count
                 try db.cachedStatement(sql: "UPDATE channels SET seq = ?, state = ?, state_seq = ?, updated_at = ?, state_at = ? WHERE name = ?")
-                    .execute(arguments: [seq, state.text, seq, now, now, channel])
+                    .execute(arguments: [seq, text, seq, now, now, channel])
 
             case .setMeta(let key, let value):
                 try db.cachedStatement(sql: "INSERT OR REPLACE INTO server_meta (key, value) VALUES (?, ?)")
@@ -167,7 +174,7 @@ extension Store {
         }
         // Row ids count up from 1 after each fold: fold when this batch's
         // rows passed a multiple of `foldEvery`.
-        guard let tailRows = try appendToTail(tail, in: db),
+        guard let tailRows = try appendToTail(tail, in: db, textBytes: &textBytes),
               tailRows.last / Int64(foldEvery) > (tailRows.first - 1) / Int64(foldEvery) else { return false }
         if foldLater { return true }
         try foldTail(historyLimit: historyLimit, in: db)
@@ -193,7 +200,8 @@ extension Store {
     /// plain strings and integers, and `execute(arguments:)` boxed each into
     /// a `DatabaseValue` and validated the list — about 1,000 instructions
     /// per value under callgrind, the largest part of appending an event.
-    private static func appendToTail(_ events: [EventRecord], in db: Database) throws -> (first: Int64, last: Int64)? {
+    private static func appendToTail(_ events: [EventRecord], in db: Database,
+                                     textBytes: inout Int) throws -> (first: Int64, last: Int64)? {
         guard !events.isEmpty else { return nil }
         var start = 0
         while start < events.count {
@@ -215,7 +223,9 @@ extension Store {
                 index += 1
                 sqlite3_bind_int64(handle, index, event.seq)
                 bind(event.event)
-                bind(event.data.text)
+                let data = event.data.text
+                textBytes += data.utf8.count
+                bind(data)
                 bind(event.at)
             }
             let code = sqlite3_step(handle)

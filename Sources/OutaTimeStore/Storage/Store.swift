@@ -19,6 +19,13 @@ public final class Store: Sendable {
     /// Each channel's seq as of the last committed write through this store,
     /// for the seq check of appends (see ``apply(_:historyLimit:foldEvery:foldLater:)``).
     let knownSeqs = Mutex<[String: Int64]>([:])
+    /// JSON text bytes committed (states, event data), for ``textBytesWritten``.
+    let textBytes = Mutex<Int>(0)
+
+    /// Bytes of JSON text (stored states and event data) committed since
+    /// the store was opened: what one command costs in storage, before
+    /// SQLite's own overhead.
+    public var textBytesWritten: Int { textBytes.withLock { $0 } }
 
     /// Opens (creating if needed) the database at `path`, creating its parent
     /// folder, and migrates it to the current schema.
