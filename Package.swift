@@ -16,6 +16,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
     ],
     targets: [
         .systemLibrary(
@@ -25,7 +26,14 @@ let package = Package(
         ),
         .target(name: "UV", dependencies: ["CLibUV"]),
         .target(name: "OutaTimeProtocol"),
-        .target(name: "OutaTimeDomain", dependencies: ["OutaTimeProtocol"]),
+        .target(
+            name: "OutaTimeDomain",
+            dependencies: [
+                "OutaTimeProtocol",
+                // Heap: the earliest due moment of a list or board without a scan.
+                .product(name: "HeapModule", package: "swift-collections"),
+            ]
+        ),
         .target(
             name: "OutaTimeStore",
             dependencies: [
