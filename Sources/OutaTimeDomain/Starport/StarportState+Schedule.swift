@@ -24,6 +24,7 @@ extension StarportState {
     /// change due, nothing for the dispatches still waiting.
     public mutating func advance(to now: Date) -> [DomainEvent] {
         var events: [DomainEvent] = []
+        guard let first = pending.first, first.at <= now else { return events }
         while let change = pending.first, change.at <= now {
             pending.removeFirst()
             // A cancelled dispatch left its entries behind.

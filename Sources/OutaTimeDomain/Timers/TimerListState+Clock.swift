@@ -54,6 +54,7 @@ extension TimerListState {
     /// O(log n) per timer finished, nothing for the others.
     public mutating func advance(to now: Date) -> [DomainEvent] {
         var events: [DomainEvent] = []
+        guard let first = deadlines.first, first.at <= now else { return events }
         while let due = deadlines.first, due.at <= now {
             deadlines.removeFirst()
             // A stopped, restarted or removed timer left its entry behind.
