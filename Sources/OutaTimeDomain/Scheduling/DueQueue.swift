@@ -7,10 +7,10 @@ import HeapModule
 /// When a countdown stops or a dispatch is cancelled, its entry stays in the
 /// heap and goes stale; the owner alone knows which entries still hold, and
 /// passes that test to ``dropStale(keeping:)`` after every change. Stale
-/// entries are dropped when they reach the top, and all at once when the
-/// heap has doubled since the last clean-up, so an entry costs O(log n) to
-/// add and O(1) amortised to drop, and the heap stays within twice the
-/// number of valid entries (plus a small slack).
+/// entries are dropped when they reach the top (O(log n) each), or all at
+/// once when the heap has doubled since the last clean-up (O(1) amortised
+/// per entry), so the heap stays within twice the number of valid entries
+/// plus a small slack.
 ///
 /// Equal entries are duplicates (the same moment of the same thing, pushed
 /// twice); the clean-up keeps one of them.
