@@ -5,7 +5,8 @@ import OutaTimeProtocol
 /// so that a command, `nextStatusChange()` and `advance(to:)` cost O(1) or
 /// O(log n) instead of a pass over every dispatch (with two date parses
 /// each). Every change of a dispatch goes through ``putDispatch(_:)`` or
-/// ``setStatus(_:at:)``.
+/// ``setStatus(_:at:)``, which push its pending moments and mark the ones
+/// it has left behind as stale.
 extension StarportState {
     /// Rebuilds every index from ``board``: O(n), after decoding or after
     /// the whole array was replaced.
@@ -23,6 +24,8 @@ extension StarportState {
         let position: Int
         if let existing = positions[dispatch.id] {
             position = existing
+            // Its old entries go stale, or duplicate the ones pushed below.
+            pending.markStale(pendingCount(at: position))
             board[position] = dispatch
             moments[position] = DispatchMoments(dispatch)
         } else {
@@ -32,7 +35,6 @@ extension StarportState {
             moments.append(DispatchMoments(dispatch))
         }
         highestID = max(highestID, dispatch.id)
-        // A replaced dispatch's old entries go stale, or duplicate these.
         for change in pendingChanges(at: position) { pending.insert(change) }
         dropStaleChanges()
     }
@@ -40,7 +42,10 @@ extension StarportState {
     /// Sets the status of the dispatch at `position`.
     mutating func setStatus(_ status: Dispatch.Status, at position: Int) {
         let old = board[position].status
+        let oldCount = pendingCount(at: position)
         board[position].status = status
+        let newCount = pendingCount(at: position)
+        if newCount < oldCount { pending.markStale(oldCount - newCount) }
         // The entries pushed with the dispatch cover its moves forward. A
         // status set back (only a hand-made event does that) needs them anew.
         let movedBack = (status == .scheduled && old != .scheduled)
@@ -65,6 +70,16 @@ extension StarportState {
         return changes
     }
 
+    /// How many status changes are still ahead of the dispatch at `position`
+    /// (`pendingChanges(at:).count`, without building them).
+    private func pendingCount(at position: Int) -> Int {
+        switch board[position].status {
+        case .scheduled: (moments[position].departure != nil ? 1 : 0) + (moments[position].arrival != nil ? 1 : 0)
+        case .inFlight: moments[position].arrival != nil ? 1 : 0
+        case .arrived, .cancelled: 0
+        }
+    }
+
     /// Whether `change` is still ahead: the dispatch has not moved past it,
     /// was not cancelled, and still has that moment.
     func isPending(_ change: PendingChange) -> Bool {
@@ -78,7 +93,7 @@ extension StarportState {
 
     /// Drops stale entries from the top of the heap; called after every
     /// change, so that `nextStatusChange()` can read the top without
-    /// changing anything.
+    /// changing anything. Free when nothing went stale.
     mutating func dropStaleChanges() {
         // Taken out while it is cleaned, so the test can read `self`.
         var queue = pending

@@ -24,16 +24,14 @@ extension StarportState {
     /// change due, nothing for the dispatches still waiting.
     public mutating func advance(to now: Date) -> [DomainEvent] {
         var events: [DomainEvent] = []
-        guard let first = pending.first, first.at <= now else { return events }
+        // The top is always a change still ahead: applying it makes the
+        // entry stale, and `apply` drops it.
         while let change = pending.first, change.at <= now {
-            pending.removeFirst()
-            // A cancelled dispatch left its entries behind.
-            guard isPending(change) else { continue }
             let event = Self.statusChanged(Dispatch.StatusChange(id: change.id, status: change.status, at: change.at))
             apply(event, at: now)
             events.append(event)
+            if pending.first == change { pending.removeFirst() }
         }
-        dropStaleChanges()
         return events
     }
 }

@@ -54,14 +54,12 @@ extension TimerListState {
     /// O(log n) per timer finished, nothing for the others.
     public mutating func advance(to now: Date) -> [DomainEvent] {
         var events: [DomainEvent] = []
-        guard let first = deadlines.first, first.at <= now else { return events }
+        // The top is always a running countdown's deadline: finishing it
+        // makes the entry stale, and `record` drops it.
         while let due = deadlines.first, due.at <= now {
-            deadlines.removeFirst()
-            // A stopped, restarted or removed timer left its entry behind.
-            guard isCurrentDeadline(due) else { continue }
             events.append(record(Self.finished(id: due.id), at: due.at))
+            if deadlines.first == due { deadlines.removeFirst() }
         }
-        dropStaleMoments()
         return events
     }
 

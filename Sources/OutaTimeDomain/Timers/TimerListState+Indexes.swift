@@ -5,8 +5,9 @@ import Foundation
 /// O(log n) instead of a pass over every timer.
 ///
 /// Every change of a timer goes through the helpers here: ``appendTimer(_:)``,
-/// ``removeTimer(at:)``, ``changeTimer(at:_:)`` and the viewer helpers; the
-/// heaps are cleaned at the end of each event (``dropStaleMoments()``).
+/// ``removeTimer(at:)``, ``changeTimer(at:_:)`` and the viewer helpers. They
+/// push a new countdown's moments and mark the old ones stale; the heaps
+/// drop them at the end of each event (``dropStaleMoments()``).
 extension TimerListState {
     /// Rebuilds every index from ``list``: O(n), after decoding or after the
     /// whole array was replaced.
@@ -37,6 +38,7 @@ extension TimerListState {
     mutating func removeTimer(at position: Int) {
         let removed = list.remove(at: position)
         positions[removed.id] = nil
+        if removed.status == .running && removed.countdown != nil { markMomentsStale() }
         // Backwards, so that a repeated id (see `rebuildIndexes`) ends on its first place.
         for later in (position..<list.count).reversed() {
             positions[list[later].id] = later
@@ -44,25 +46,36 @@ extension TimerListState {
     }
 
     /// Runs `change` on the timer at `position` in place, then records a
-    /// new countdown base in the heaps.
+    /// new countdown base in the heaps, and the old one as stale.
     mutating func changeTimer(at position: Int, _ change: (inout CountdownTimer) -> Void) {
-        let before = list[position].countdown
+        let before = list[position].status == .running ? list[position].countdown : nil
         change(&list[position])
+        if before != nil, list[position].status != .running || list[position].countdown != before {
+            markMomentsStale()
+        }
         noteCountdown(of: position, before: before)
+    }
+
+    /// A running countdown's base is gone: its two moments are stale.
+    private mutating func markMomentsStale() {
+        deadlines.markStale()
+        starts.markStale()
     }
 
     /// Pushes the timer's base into the heaps when it runs on a base it did
     /// not have `before`. The entries of the old base go stale by themselves.
     private mutating func noteCountdown(of position: Int, before: CountdownTimer.Countdown?) {
-        let timer = list[position]
-        guard timer.status == .running, let countdown = timer.countdown, countdown != before else { return }
-        deadlines.insert(Moment(at: countdown.deadline, id: timer.id))
-        starts.insert(Moment(at: countdown.since, id: timer.id))
+        // Field by field: a copy of the whole timer would retain its strings.
+        guard list[position].status == .running, let countdown = list[position].countdown,
+              countdown != before else { return }
+        let id = list[position].id
+        deadlines.insert(Moment(at: countdown.deadline, id: id))
+        starts.insert(Moment(at: countdown.since, id: id))
     }
 
     /// Drops stale entries from the tops of the heaps; called after every
     /// event, so that `nextFinish()` and `earliestRunningSince` can read the
-    /// tops without changing anything.
+    /// tops without changing anything. Free when nothing went stale.
     mutating func dropStaleMoments() {
         let list = list, positions = positions
         func countdown(_ id: Int) -> CountdownTimer.Countdown? {
@@ -71,12 +84,6 @@ extension TimerListState {
         }
         deadlines.dropStale { countdown($0.id)?.deadline == $0.at }
         starts.dropStale { countdown($0.id)?.since == $0.at }
-    }
-
-    /// Whether `moment` is the deadline of a countdown that still runs.
-    func isCurrentDeadline(_ moment: Moment) -> Bool {
-        guard let position = positions[moment.id], list[position].status == .running else { return false }
-        return list[position].countdown?.deadline == moment.at
     }
 
     /// `session` becomes a viewer of the timer at `position`; false when it
@@ -88,10 +95,10 @@ extension TimerListState {
     }
 
     /// `session` stops viewing the timer at `position`; false when it was
-    /// not viewing it.
+    /// not viewing it. ``viewing`` keeps the id (a stale entry, cheaper than
+    /// a second hash lookup per `stop`) until the session is released.
     mutating func removeViewer(_ session: String, at position: Int) -> Bool {
-        viewing[session]?.remove(list[position].id)
-        return list[position].removeViewer(session)
+        list[position].removeViewer(session)
     }
 
     /// The positions of the timers `session` may be viewing, in list order,

@@ -34,9 +34,9 @@ public struct TimerListState: Sendable, Equatable, Codable {
     var deadlines = DueQueue<Moment>()
     /// Starts (`since`) of running countdowns, earliest first (likewise).
     var starts = DueQueue<Moment>()
-    /// Session → ids of the timers it started viewing. May hold ids the
-    /// session no longer views (finished, stopped, removed): readers check
-    /// the timer's own `viewerSessions`.
+    /// Session → ids of the timers it started viewing since it came. May
+    /// hold ids the session no longer views (it stopped; the timer finished
+    /// or was removed): readers check the timer's own `viewerSessions`.
     var viewing: [String: Set<Int>] = [:]
 
     /// Creates a list with the given timers. `nextID` defaults to the highest

@@ -88,6 +88,20 @@ import Testing
         #expect(list.deadlines.count <= 2 * 2 + 64 && list.starts.count <= 2 * 2 + 64)
     }
 
+    @Test func theHeapsShrinkWhenMostCountdownsStop() throws {
+        var list = TimerListState.initial
+        for number in 1...300 {
+            _ = try list.perform("add", F.args(["event": .string("T\(number)"), "remaining_s": F.int(1_000 - number)]), F.context())
+            _ = try list.perform("start", F.args(["id": F.int(number)]), F.context(0.5))
+        }
+        // The earliest deadlines stay: the stale entries are not at the top.
+        for id in 1...299 {
+            _ = try list.perform("stop", F.args(["id": F.int(id)]), F.context(1))
+        }
+        Self.expectMatchesScan(list, "one of 300 left running")
+        #expect(list.nextFinish() == F.at(700.5))
+    }
+
     @Test func decodingRebuildsTheIndexes() throws {
         var live = try F.mixedList()
         _ = try live.perform("start", F.args(["id": F.int(1)]), F.context(2, session: "bob"))
