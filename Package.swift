@@ -26,7 +26,14 @@ let package = Package(
         ),
         .target(name: "UV", dependencies: ["CLibUV"]),
         .target(name: "OutaTimeProtocol"),
-        .target(name: "OutaTimeDomain", dependencies: ["OutaTimeProtocol"]),
+        .target(
+            name: "OutaTimeDomain",
+            dependencies: [
+                "OutaTimeProtocol",
+                // Heap: the earliest due moment of a list or board without a scan.
+                .product(name: "HeapModule", package: "swift-collections"),
+            ]
+        ),
         .target(
             name: "OutaTimeStore",
             dependencies: [

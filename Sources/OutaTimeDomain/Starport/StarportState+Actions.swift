@@ -70,30 +70,30 @@ extension StarportState: ChannelBehaviour {
     /// the result is the cancelled dispatch, the event `cancelled`.
     private mutating func cancel(_ args: ActionArgs, _ context: ActionContext) throws(ProtocolError) -> ActionOutcome {
         let id = try args.int("id", in: 1...Int.max)
-        guard let index = dispatches.firstIndex(where: { $0.id == id }) else {
-            let known = dispatches.isEmpty ? "the board has no dispatches" : "known ids: \(Self.describeIDs(dispatches.map(\.id)))"
+        guard let index = positions[id] else {
+            let known = board.isEmpty ? "the board has no dispatches" : "known ids: \(Self.describeIDs(board))"
             throw ProtocolError(.notFound, "no dispatch with id \(id) on this board; \(known)")
         }
         // The status as of now, not as last stored: a ship whose arrival time
         // has passed has landed even if the scheduler has not said so yet.
-        switch dispatches[index].status(at: context.now) {
+        switch board[index].status(at: context.now) {
         case .arrived:
             throw ProtocolError(.conflict,
-                "dispatch \(id) arrived at \(dispatches[index].arrivesAt); only scheduled or in-flight dispatches can be cancelled")
+                "dispatch \(id) arrived at \(board[index].arrivesAt); only scheduled or in-flight dispatches can be cancelled")
         case .cancelled:
             throw ProtocolError(.conflict,
                 "dispatch \(id) is already cancelled; only scheduled or in-flight dispatches can be cancelled")
         case .scheduled, .inFlight:
             let event = Self.cancelled(id: id)
             apply(event, at: context.now)
-            return ActionOutcome(result: dispatches[index].json, events: [event])
+            return ActionOutcome(result: board[index].json, events: [event])
         }
     }
 
     /// The id the next dispatch gets: one above the highest so far. Nothing
     /// is ever removed from the board, so ids only rise, and they survive a
     /// restart with the stored state without a separate counter.
-    var nextID: Int { (dispatches.map(\.id).max() ?? 0) + 1 }
+    var nextID: Int { highestID + 1 }
 
     /// The quote named by `quote`'s or `dispatch`'s `model` and `path`.
     private static func quote(_ args: ActionArgs) throws(ProtocolError) -> Starport.Quote {
@@ -109,8 +109,9 @@ extension StarportState: ChannelBehaviour {
     }
 
     /// `1, 2, 3` — or the first and last few when the board is long.
-    private static func describeIDs(_ ids: [Int]) -> String {
-        guard ids.count > 10 else { return ids.map(String.init).joined(separator: ", ") }
-        return "\(ids.prefix(3).map(String.init).joined(separator: ", ")) … \(ids.suffix(3).map(String.init).joined(separator: ", "))"
+    private static func describeIDs(_ dispatches: [Dispatch]) -> String {
+        func ids(_ part: ArraySlice<Dispatch>) -> String { part.map { String($0.id) }.joined(separator: ", ") }
+        guard dispatches.count > 10 else { return ids(dispatches[...]) }
+        return "\(ids(dispatches.prefix(3))) … \(ids(dispatches.suffix(3)))"
     }
 }

@@ -55,11 +55,7 @@ extension StarportState {
         switch event.name {
         case EventName.dispatched:
             guard let value = data["dispatch"], let dispatch = Dispatch(json: value) else { return }
-            if let index = dispatches.firstIndex(where: { $0.id == dispatch.id }) {
-                dispatches[index] = dispatch
-            } else {
-                dispatches.append(dispatch)
-            }
+            putDispatch(dispatch)
         case EventName.cancelled:
             setStatus(.cancelled, id: data["id"])
         case EventName.statusChanged:
@@ -74,7 +70,7 @@ extension StarportState {
     /// every dispatch. Statuses are as stored: they move only by events, so
     /// that a snapshot plus the events after it is always consistent.
     public func snapshot(at now: Date) -> JSONValue {
-        .object(["dispatches": .array(dispatches.map(\.json))])
+        .object(["dispatches": .array(board.map(\.json))])
     }
 
     /// Reads a board from a snapshot (as written by ``snapshot(at:)``); nil
@@ -90,8 +86,8 @@ extension StarportState {
     }
 
     private mutating func setStatus(_ status: Dispatch.Status, id value: JSONValue?) {
-        guard case .int(let number)? = value,
-              let index = dispatches.firstIndex(where: { Int64($0.id) == number }) else { return }
-        dispatches[index].status = status
+        guard case .int(let number)? = value, let id = Int(exactly: number),
+              let position = positions[id] else { return }
+        setStatus(status, at: position)
     }
 }

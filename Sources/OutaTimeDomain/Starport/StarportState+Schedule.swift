@@ -10,28 +10,27 @@ extension StarportState {
     /// The earliest moment a status will change by itself: the `departs_at`
     /// of a scheduled dispatch or the `arrives_at` of one in flight. Nil when
     /// nothing is pending. May lie in the past (the server was down, or
-    /// `departs_at` was given in the past): `advance` at once then.
+    /// `departs_at` was given in the past): `advance` at once then. O(1):
+    /// the top of a heap.
     public func nextStatusChange() -> Date? {
-        dispatches.compactMap { $0.pendingChanges.first?.at }.min()
+        pending.first?.at
     }
 
     /// Every status change due by `now` (moment ≤ now), in time order, as
     /// `status_changed` events already applied to the board. A dispatch
     /// whose departure and arrival both passed yields `in_flight` then
     /// `arrived`. Equal moments are ordered by id, then departure before
-    /// arrival, so replays produce the same sequence.
+    /// arrival, so replays produce the same sequence. Costs O(log n) per
+    /// change due, nothing for the dispatches still waiting.
     public mutating func advance(to now: Date) -> [DomainEvent] {
-        let due = dispatches
-            .flatMap(\.pendingChanges)
-            .filter { $0.at <= now }
-            .sorted { first, second in
-                if first.at != second.at { return first.at < second.at }
-                if first.id != second.id { return first.id < second.id }
-                return first.status == .inFlight && second.status == .arrived
-            }
-        let events = due.map(Self.statusChanged)
-        for event in events {
+        var events: [DomainEvent] = []
+        // The top is always a change still ahead: applying it makes the
+        // entry stale, and `apply` drops it.
+        while let change = pending.first, change.at <= now {
+            let event = Self.statusChanged(Dispatch.StatusChange(id: change.id, status: change.status, at: change.at))
             apply(event, at: now)
+            events.append(event)
+            if pending.first == change { pending.removeFirst() }
         }
         return events
     }

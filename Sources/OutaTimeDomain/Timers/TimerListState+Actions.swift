@@ -58,7 +58,7 @@ extension TimerListState: ChannelBehaviour {
                 "update needs at least one of 'event', 'location', 'remaining_s' or 'at'; got none")
         }
         // The timer as it will be, frozen at `now` for the event's data.
-        var timer = timers[position]
+        var timer = list[position]
         timer.remainingS = timer.remaining(at: context.now)
         timer.countdown = nil
         var fields: [String] = []
@@ -79,11 +79,11 @@ extension TimerListState: ChannelBehaviour {
         if timer.status == .finished { timer.viewers = 0 }
         let data = JSONValue.object(["timer": timer.json(at: context.now), "fields": .array(fields.map(JSONValue.string))])
         let updated = record(DomainEvent(EventName.timerUpdated.rawValue, data), at: context.now)
-        return ActionOutcome(result: timers[position].json(at: context.now), events: [updated])
+        return ActionOutcome(result: list[position].json(at: context.now), events: [updated])
     }
 
     private mutating func remove(_ args: ActionArgs, _ context: ActionContext) throws(ProtocolError) -> ActionOutcome {
-        let id = timers[try existingTimer(args)].id
+        let id = list[try existingTimer(args)].id
         let removed = record(DomainEvent(EventName.timerRemoved.rawValue, .object(["id": .int(Int64(id))])), at: context.now)
         return ActionOutcome(result: .object(["id": .int(Int64(id))]), events: [removed])
     }
@@ -99,9 +99,9 @@ extension TimerListState: ChannelBehaviour {
 
     /// "ids here: 1, 2, 4" (the first ten), or "the list is empty".
     private func describeIDs() -> String {
-        if timers.isEmpty { return "the list is empty" }
-        let ids = timers.prefix(10).map { String($0.id) }.joined(separator: ", ")
-        return "ids here: " + ids + (timers.count > 10 ? ", …" : "")
+        if list.isEmpty { return "the list is empty" }
+        let ids = list.prefix(10).map { String($0.id) }.joined(separator: ", ")
+        return "ids here: " + ids + (list.count > 10 ? ", …" : "")
     }
 
     /// The remaining seconds given by `remaining_s` or `at` (exactly one of
@@ -142,19 +142,19 @@ extension TimerListState {
     /// A finished timer is a `conflict`.
     mutating func start(_ args: ActionArgs, _ context: ActionContext) throws(ProtocolError) -> ActionOutcome {
         let position = try existingTimer(args)
-        let timer = timers[position]
+        let timer = list[position]
         guard timer.status != .finished else {
             throw ProtocolError(.conflict,
                 "timer \(timer.id) has finished and cannot be started; give it a new 'remaining_s' or 'at' with update first")
         }
-        guard timers[position].addViewer(context.session) else {
+        guard addViewer(context.session, at: position) else {
             return ActionOutcome(result: timer.json(at: context.now))
         }
         var events: [DomainEvent] = []
         if timer.status == .stopped {
             events.append(record(Self.started(timer, at: context.now), at: context.now))
         }
-        return ActionOutcome(result: timers[position].json(at: context.now), events: events)
+        return ActionOutcome(result: list[position].json(at: context.now), events: events)
     }
 
     /// `stop {id}`: the caller stops viewing. When the last viewer leaves,
@@ -164,23 +164,24 @@ extension TimerListState {
     mutating func stop(_ args: ActionArgs, _ context: ActionContext) throws(ProtocolError) -> ActionOutcome {
         let position = try existingTimer(args)
         let events = leave(position, session: context.session, at: context.now)
-        return ActionOutcome(result: timers[position].json(at: context.now), events: events)
+        return ActionOutcome(result: list[position].json(at: context.now), events: events)
     }
 
     /// The session unsubscribed from the list or disconnected: it stops
     /// viewing every timer of the list, and each timer it was the last viewer
-    /// of pauses with a `timer_stopped` event (in list order).
+    /// of pauses with a `timer_stopped` event (in list order). Costs what
+    /// the session viewed, not the size of the list.
     public mutating func release(session: String, at now: Date) -> [DomainEvent] {
-        timers.indices.flatMap { leave($0, session: session, at: now) }
+        takeViewedPositions(of: session).flatMap { leave($0, session: session, at: now) }
     }
 
     /// Removes `session` from the viewers of the timer at `position`; when
     /// it was the last one, returns the pause event (already applied).
     private mutating func leave(_ position: Int, session: String, at now: Date) -> [DomainEvent] {
-        guard timers[position].removeViewer(session),
-              timers[position].viewerSessions.isEmpty,
-              timers[position].status == .running
+        guard removeViewer(session, at: position),
+              list[position].viewerSessions.isEmpty,
+              list[position].status == .running
         else { return [] }
-        return [record(Self.paused(timers[position], at: now), at: now)]
+        return [record(Self.paused(list[position], at: now), at: now)]
     }
 }

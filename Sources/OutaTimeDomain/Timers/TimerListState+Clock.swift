@@ -4,16 +4,19 @@ import OutaTimeProtocol
 /// The hooks the server's scheduler calls for a timer list. The server owns
 /// the clock (deadlines from a monotonic clock); these functions only say
 /// what is due at the `now` they are given:
-/// - `nextFinish()` → when to call `advance(to:)` next;
+/// - `nextFinish()` → when to call `advance(to:)` next, and
+///   `earliestRunningSince` → where to anchor the ticks (both O(1), so they
+///   can be asked after every command);
 /// - `tick(at:)` once per second per list while anything runs;
-/// - `checkpoint(at:)` before storing (at least every 5 s while running);
-/// - `recoverAfterRestart(at:)` once after loading the stored state.
+/// - `checkpoint(at:)` before storing;
+/// - after a restart, `resumeCountdowns(storedAt:)` and
+///   `recoverAfterRestart(at:aliveUntil:)` (`TimerListState+Restart.swift`).
 extension TimerListState {
     /// The state clients see at `now` (`get`, `subscribe`): every timer with
     /// its live `remaining_s`. Same shape and keys as the stored form.
     public func snapshot(at now: Date) -> JSONValue {
-        var fields: [String: JSONValue] = ["timers": .array(timers.map { $0.json(at: now) })]
-        if nextID != Self.impliedNextID(timers) {
+        var fields: [String: JSONValue] = ["timers": .array(list.map { $0.json(at: now) })]
+        if nextID != Self.impliedNextID(list) {
             fields[CodingKeys.nextID.stringValue] = .int(Int64(nextID))
         }
         return .object(fields)
@@ -24,28 +27,40 @@ extension TimerListState {
     /// copy keeps the runtime fields, so it can also replace the live state.
     public func checkpoint(at now: Date) -> TimerListState {
         var copy = self
-        for position in copy.timers.indices where copy.timers[position].status == .running {
-            copy.timers[position].remainingS = copy.timers[position].remaining(at: now)
+        // In place: the countdown bases, which the indexes follow, do not change.
+        for position in copy.list.indices where copy.list[position].status == .running {
+            copy.list[position].remainingS = copy.list[position].remaining(at: now)
         }
         return copy
     }
 
-    /// The earliest moment a running timer reaches 0; nil when none runs.
+    /// The earliest moment a running timer reaches 0; nil when none runs
+    /// (a running timer without a base, read from storage, has no deadline).
+    /// O(1): the top of a heap.
     public func nextFinish() -> Date? {
-        timers.compactMap { $0.status == .running ? $0.deadline : nil }.min()
+        deadlines.first?.at
+    }
+
+    /// The earliest `since` of a running countdown; nil when none runs. The
+    /// server anchors a list's ticks on it, so each tick shows a whole second
+    /// gone. O(1), the same as `runningTimers.compactMap(\.countdown?.since).min()`.
+    public var earliestRunningSince: Date? {
+        starts.first?.at
     }
 
     /// Finishes every running timer whose countdown reached 0 by `now`
     /// (deadline ≤ now): `timer_finished {id}` each, in the order they
-    /// finished (then by id). A finished timer has no viewers.
+    /// finished (then by id). A finished timer has no viewers. Costs
+    /// O(log n) per timer finished, nothing for the others.
     public mutating func advance(to now: Date) -> [DomainEvent] {
-        let due = timers
-            .compactMap { timer -> (deadline: Date, id: Int)? in
-                guard timer.status == .running, let deadline = timer.deadline, deadline <= now else { return nil }
-                return (deadline, timer.id)
-            }
-            .sorted { ($0.deadline, $0.id) < ($1.deadline, $1.id) }
-        return due.map { record(Self.finished(id: $0.id), at: $0.deadline) }
+        var events: [DomainEvent] = []
+        // The top is always a running countdown's deadline: finishing it
+        // makes the entry stale, and `record` drops it.
+        while let due = deadlines.first, due.at <= now {
+            events.append(record(Self.finished(id: due.id), at: due.at))
+            if deadlines.first == due { deadlines.removeFirst() }
+        }
+        return events
     }
 
     /// The per-second `tick` data, `{"timers": [{"id", "remaining_s"}], "at"}`
@@ -74,31 +89,12 @@ extension TimerListState {
         // One pass over the list, reading in place: a tick runs every second
         // for every list, so no copies of the timers (and their strings).
         var entries: [TimersTick.Entry] = []
-        for index in timers.indices where timers[index].status == .running {
-            if let countdown = timers[index].countdown, countdown.since > now { continue }
-            entries.append(TimersTick.Entry(id: timers[index].id, remainingS: timers[index].remaining(at: now)))
+        for index in list.indices where list[index].status == .running {
+            if let countdown = list[index].countdown, countdown.since > now { continue }
+            entries.append(TimersTick.Entry(id: list[index].id, remainingS: list[index].remaining(at: now)))
         }
         guard !entries.isEmpty else { return nil }
         return TimersTick(timers: entries, at: MillisecondTime.format(MillisecondTime.milliseconds(now)))
-    }
-
-    /// After a restart no viewer is left: every running timer pauses at its
-    /// last checkpointed value with `timer_stopped {id, remaining_s}`. One
-    /// checkpointed at 0 (it was due when the server went down) gets
-    /// `timer_finished {id}` instead, since starting it again would only
-    /// finish it. Viewer counts on other timers are reset without an event:
-    /// they are presence, not durable state.
-    public mutating func recoverAfterRestart(at now: Date) -> [DomainEvent] {
-        var events: [DomainEvent] = []
-        for position in timers.indices {
-            let timer = timers[position]
-            if timer.status == .running {
-                events.append(record(Self.paused(timer, at: now), at: now))
-            } else {
-                timers[position].clearViewers()
-            }
-        }
-        return events
     }
 }
 

@@ -36,7 +36,12 @@ extension TimerListState {
     /// must not break an older client.
     public mutating func apply(_ event: DomainEvent, at: Date) {
         guard let name = EventName(rawValue: event.name) else { return }
-        let data = TimerJSON.fields(event.data)
+        applyData(name, TimerJSON.fields(event.data), at: at)
+        dropStaleMoments()
+    }
+
+    /// The change itself; `apply` then cleans the heaps once.
+    private mutating func applyData(_ name: EventName, _ data: [String: JSONValue], at: Date) {
         switch name {
         case .timerAdded:
             guard let timerJSON = data["timer"], let timer = CountdownTimer(json: timerJSON),
@@ -45,7 +50,7 @@ extension TimerListState {
             if added.status == .running {
                 added.countdown = .init(since: at, remainingS: added.remainingS)
             }
-            timers.append(added)
+            appendTimer(added)
             nextID = max(nextID, timer.id + 1)
         case .timerUpdated:
             guard let timerJSON = data["timer"], let new = CountdownTimer(json: timerJSON) else { return }
@@ -53,7 +58,8 @@ extension TimerListState {
             update(id: new.id) { $0.applyUpdate(from: new, fields: fields, at: at) }
         case .timerRemoved:
             guard let id = TimerJSON.int(data["id"]) else { return }
-            timers.removeAll { $0.id == id }
+            // A loop for a list read from elsewhere that repeats the id.
+            while let position = index(of: id) { removeTimer(at: position) }
         case .timerStarted:
             guard let id = TimerJSON.int(data["id"]), let remaining = TimerJSON.int(data["remaining_s"]) else { return }
             update(id: id) { timer in
@@ -80,7 +86,7 @@ extension TimerListState {
     /// Runs `change` on the timer with `id`, if it exists.
     private mutating func update(id: Int, _ change: (inout CountdownTimer) -> Void) {
         guard let position = index(of: id) else { return }
-        change(&timers[position])
+        changeTimer(at: position, change)
     }
 
     /// `timer_started {id, remaining_s}` for `timer` starting at `now`.
@@ -93,9 +99,14 @@ extension TimerListState {
 
     /// `timer_stopped {id, remaining_s}` for `timer` pausing at `now`.
     static func stopped(_ timer: CountdownTimer, at now: Date) -> DomainEvent {
+        stopped(id: timer.id, remainingS: timer.remaining(at: now))
+    }
+
+    /// `timer_stopped {id, remaining_s}`.
+    static func stopped(id: Int, remainingS: Int) -> DomainEvent {
         DomainEvent(EventName.timerStopped.rawValue, .object([
-            "id": .int(Int64(timer.id)),
-            "remaining_s": .int(Int64(timer.remaining(at: now))),
+            "id": .int(Int64(id)),
+            "remaining_s": .int(Int64(remainingS)),
         ]))
     }
 
@@ -103,7 +114,12 @@ extension TimerListState {
     /// `timer_stopped`, or `timer_finished` when it is already at 0 (due, but
     /// not yet advanced), because a timer paused at 0 could only finish later.
     static func paused(_ timer: CountdownTimer, at now: Date) -> DomainEvent {
-        timer.remaining(at: now) == 0 ? finished(id: timer.id) : stopped(timer, at: now)
+        paused(id: timer.id, remainingS: timer.remaining(at: now))
+    }
+
+    /// `timer_stopped` at `remainingS`, or `timer_finished` at 0.
+    static func paused(id: Int, remainingS: Int) -> DomainEvent {
+        remainingS == 0 ? finished(id: id) : stopped(id: id, remainingS: remainingS)
     }
 
     /// `timer_finished {id}`.

@@ -1,0 +1,52 @@
+import Foundation
+import OutaTimeDomain
+import OutaTimeProtocol
+import OutaTimeTestKit
+import Testing
+
+/// A board rebuilt as a restarted server will rebuild it (an older stored
+/// state plus the later events at their whole-second `at`) is the live
+/// board, exactly: every event carries whole dispatches or absolute
+/// statuses and times, and `apply` reads no clock.
+@Suite struct StarportReplayFidelityTests {
+    typealias F = StarportFixture
+
+    /// A random run: clock moves, the scheduler's `advance`, then a
+    /// `dispatch` or `cancel`, every change committed.
+    static func run(seed: UInt64, steps: Int = 120) throws -> ReplayLog {
+        var random = SeededGenerator(seed: seed)
+        let clock = ManualClock(F.morning.addingTimeInterval(0.4))
+        var live = StarportState.initial
+        var log = ReplayLog(initial: .starport(live), storeEvery: Int.random(in: 1...8, using: &random))
+        for _ in 0..<steps {
+            clock.advance(by: random.step(maxMS: 1_500_000))
+            let now = clock.now
+            try log.commit(live.advance(to: now), live: .starport(live), at: now)
+            let (action, args) = StarportIndexTests.randomCommand(on: live, now: now, using: &random)
+            if let outcome = try? live.perform(action, ActionArgs(args), F.context(now)) {
+                try log.commit(outcome.events, live: .starport(live), at: now)
+            }
+        }
+        return log
+    }
+
+    @Test("replayed from an older stored state = live", arguments: [31, 32, 33] as [UInt64])
+    func replayMatchesLive(seed: UInt64) throws {
+        let log = try Self.run(seed: seed)
+        for (source, target) in log.replayPairs {
+            let commit = log.commits[target]
+            let replayed = try log.replay(from: source, to: target)
+            let context = "seed \(seed), stored at commit \(source.map(String.init) ?? "-"), replayed to \(target)"
+            #expect(replayed == commit.live, "\(context)")
+            for later in [0, 3_600] as [TimeInterval] {
+                let now = commit.time.addingTimeInterval(later)
+                #expect(replayed.snapshot(at: now) == commit.live.snapshot(at: now), "\(context), +\(later)")
+            }
+            #expect(replayed.storedText(at: commit.time) == commit.live.storedText(at: commit.time), "\(context)")
+            guard case .starport(let board) = replayed, case .starport(let liveBoard) = commit.live else { continue }
+            #expect(board.nextStatusChange() == liveBoard.nextStatusChange(), "\(context)")
+        }
+        #expect(log.events.contains { $0.event.name == "status_changed" })
+        #expect(log.events.contains { $0.event.name == "cancelled" })
+    }
+}
