@@ -4,6 +4,12 @@ import OutaTimeProtocol
 /// The timer list's clock: while a countdown runs, a tick every second on
 /// the countdowns' own seconds (only the newest after a stall), and a wake
 /// at the next finish. `start` and `stop` make the connection a viewer.
+///
+/// Storage: events, with the whole list once per as many events as it holds
+/// timers (at least 64), so a command costs O(1) in the list's size,
+/// amortised. Running countdowns need no checkpoint of their own: the
+/// server records one "alive until" moment for all of them, and after a
+/// crash each resumes (paused) as of that moment.
 extension TimerListState {
     /// `timers`.
     public static var kind: ChannelKind { .timers }
@@ -14,18 +20,12 @@ extension TimerListState {
     /// An empty list.
     public static func initialState(now: Date) -> TimerListState { .initial }
 
-    /// Running countdowns are stored at least this often, in ticks
-    /// (domain: a crash loses at most 5 s).
-    public static let storeEveryTicks: UInt64 = 5
-
     /// While a countdown runs: ticks each second from the earliest running
     /// countdown's start (each tick shows a whole second gone) and a wake at
     /// the next finish.
     public func clockPlan(_ intervals: TickIntervals) -> ClockPlan {
         guard let finish = nextFinish() else { return .idle }
-        let anchor = runningTimers.compactMap(\.countdown?.since).min()
-        return ClockPlan(ticks: TickSeries(intervalMs: 1000, anchor: anchor, catchUp: .newestOnly,
-                                           storeEveryTicks: Self.storeEveryTicks),
+        return ClockPlan(ticks: TickSeries(intervalMs: 1000, anchor: earliestRunningSince, catchUp: .newestOnly),
                          nextChange: finish)
     }
 
@@ -37,16 +37,17 @@ extension TimerListState {
         TickOutcome(push: tickData(at: time.addingTimeInterval(0.0005)))
     }
 
-    /// Running countdowns pause at their stored values (``recoverAfterRestart(at:)``).
-    public mutating func recoverAfterRestart(at now: Date, aliveUntil: Date?) -> [DomainEvent] {
-        recoverAfterRestart(at: now)
+    /// A stored list's running countdowns continue from their stored
+    /// remaining time as of `storedAt` (``resumeCountdowns(storedAt:)``).
+    public mutating func resumeLiveValues(storedAt: Date) {
+        resumeCountdowns(storedAt: storedAt)
     }
 
     /// Each running countdown's live remaining time baked in (``checkpoint(at:)``).
     public func stored(at now: Date) -> TimerListState { checkpoint(at: now) }
 
-    /// Every commit for now: a state rebuilt from events carries the
-    /// countdowns' running bases, which the restart rule must not count
-    /// past the previous server's last moment.
-    public var eventsPerStoredState: Int64 { 1 }
+    /// As many events as the list holds timers, at least 64: storing the
+    /// list costs O(1) per event, amortised, and a load replays at most
+    /// that many events.
+    public var eventsPerStoredState: Int64 { max(64, Int64(timers.count)) }
 }
