@@ -54,6 +54,23 @@ import Testing
         #expect(try store.history(channel: "laps/a", after: 11, limit: 100).map(\.seq) == [12, 13])
     }
 
+    @Test("a version 4 database (the previous release) gets state_at from updated_at and an empty server_meta")
+    func aVersion4DatabaseGetsStateTimes() throws {
+        let temp = try TemporaryStore(leftBy: "v4-event-runs") { db in
+            // A running timer list as the previous release stored it: its
+            // whole state, live values as of its last write.
+            try db.execute(sql: """
+                INSERT INTO channels (name, kind, seq, state, state_seq, created_at, updated_at)
+                VALUES ('timers/a', 'timers', 3, ?, 3, '2026-11-24T10:00:00Z', '2026-11-24T10:05:00Z')
+                """, arguments: [#"{"timers":[{"id":1,"event":"e","location":"","remaining_s":55,"status":"running","viewers":1}]}"#])
+        }
+        let record = try #require(try temp.store.channel(named: "timers/a"))
+        #expect(record.stateAt == "2026-11-24T10:05:00Z")
+        #expect(record.seq == 3 && record.stateSeq == 3)
+        #expect(try temp.store.loadChannels().map(\.stateAt) == ["2026-11-24T10:05:00Z"])
+        #expect(try temp.store.meta("alive_until") == nil)
+    }
+
     @Test func reopeningDoesNotMigrateAgain() throws {
         let temp = try TemporaryStore()
         try temp.store.apply([.createChannel(.fresh("laps/a"))])

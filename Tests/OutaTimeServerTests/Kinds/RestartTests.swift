@@ -160,6 +160,56 @@ struct RestartTests {
         Self.stop(second)
     }
 
+    @Test("500 running timers on 5 lists, stored only as events: after SIGKILL each comes back stopped within 2 s of its value at the kill")
+    func manyTimersComeBackFromAliveUntil() throws {
+        let folder = try TemporaryFolder()
+        let database = folder.path("outatime.sqlite")
+        let lists = (0..<5).map { "timers/alive-\($0)" }
+        let (first, port) = try startServerProcess(databasePath: database)
+        let client = try Self.ready(port)
+        for list in lists {
+            try client.subscribe(list)
+            // 100 adds and 100 starts, pipelined; fewer than 64 events per
+            // list are stored as events only: no state holds these timers.
+            var frames: [[String: Any]] = []
+            for n in 1...100 {
+                frames.append(["type": "command", "id": n, "channel": list, "action": "add",
+                               "args": ["event": "t\(n)", "remaining_s": 600 + n]])
+            }
+            for n in 1...100 {
+                frames.append(["type": "command", "id": 100 + n, "channel": list, "action": "start", "args": ["id": n]])
+            }
+            try client.sendRaw(frames.flatMap { TestClient.framed(try! TestClient.body($0)) })
+            for id in 1...200 { #expect(try client.readReply(id: id).isOK) }
+        }
+        // Let the countdowns run past a few alive-until records.
+        Thread.sleep(forTimeInterval: 3.5)
+        var atKill: [String: [Int: Int]] = [:]
+        for list in lists {
+            let timers = try client.state(list)[objects: "timers"] ?? []
+            #expect(timers.count == 100 && timers.allSatisfy { $0["status"] as? String == "running" })
+            atKill[list] = Dictionary(uniqueKeysWithValues: timers.compactMap { t in t[int: "id"].flatMap { id in t[int: "remaining_s"].map { (id, $0) } } })
+        }
+        killHard(first)
+
+        let (second, port2) = try startServerProcess(databasePath: database)
+        let after = try Self.ready(port2)
+        for list in lists {
+            let timers = try after.state(list)[objects: "timers"] ?? []
+            #expect(timers.count == 100)
+            for timer in timers {
+                let id = try #require(timer[int: "id"])
+                let before = try #require(atKill[list]?[id])
+                let remaining = try #require(timer[int: "remaining_s"])
+                #expect(timer["status"] as? String == "stopped", "\(describe([timer]))")
+                // Lost: the time since the last alive-until (about 1 s) and
+                // the whole-second rounding of stored moments (1 s).
+                #expect(remaining <= before + 1 && remaining >= before - 2, "\(list) timer \(id): \(before) at the kill, \(remaining) after")
+            }
+        }
+        Self.stop(second)
+    }
+
     @Test("a running 60 s timer comes back stopped, having lost at most 5 s")
     func timerComesBackStopped() throws {
         let folder = try TemporaryFolder()
