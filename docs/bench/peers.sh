@@ -11,12 +11,15 @@
 #   latency  100 subscribers, 10,000 publishes/s (1 M deliveries/s) for 5 s: p99
 #   idle     10,000 idle subscribed connections: server RSS per connection
 # Every run gets a fresh server (and a fresh OutaTime database).
+# SERVER=path picks the OutaTime binary; BASELINE=path adds a second OutaTime
+# build (label `outatime-baseline`), interleaved, for before/after figures.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BENCH=${BENCH:-../shared/bench}
 OUT=${1:-/tmp/outatime-bench-$(date +%Y%m%d-%H%M%S)}
 RUNS=${RUNS:-3}
-SERVER=.build/release/outatime-server
+SERVER=${SERVER:-.build/release/outatime-server}
+BASELINE=${BASELINE:-}
 mkdir -p "$OUT"
 ulimit -n 20000 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 for tool in "$SERVER" "$BENCH/fanout"; do
@@ -24,11 +27,18 @@ for tool in "$SERVER" "$BENCH/fanout"; do
 done
 
 run_outatime() {  # FILE fanout-args...
-  local file=$1; shift
+  run_build "$SERVER" outatime "$@"
+}
+run_baseline() {
+  [[ -n $BASELINE ]] || return 0
+  run_build "$BASELINE" outatime-baseline "$@"
+}
+run_build() {  # BINARY LABEL FILE fanout-args...
+  local binary=$1 label=$2 file=$3; shift 3
   rm -f /tmp/outatime-bench.sqlite*
-  "$SERVER" --port 19000 --db /tmp/outatime-bench.sqlite --log-level warning >/dev/null &
+  "$binary" --port 19000 --db /tmp/outatime-bench.sqlite --log-level warning >/dev/null &
   local pid=$!; sleep 1
-  "$BENCH/fanout" --proto lpjson --port 19000 --server-pid $pid --label outatime \
+  "$BENCH/fanout" --proto lpjson --port 19000 --server-pid $pid --label "$label" \
     --lp-config "$BENCH/outatime.conf" --channel starport/bench "$@" 2>/dev/null | grep '^{' >> "$OUT/$file" || true
   kill -TERM $pid; wait $pid || true
 }
@@ -50,19 +60,19 @@ run_nats() {
 }
 
 for _ in $(seq "$RUNS"); do
-  for server in outatime redis nats; do
+  for server in outatime baseline redis nats; do
     echo "fanout $server" >&2
     run_$server fanout.jsonl --scenario fanout --subs 100 --msgs 50000 --size 64
   done
 done
 for _ in $(seq "$RUNS"); do
-  for server in outatime redis nats; do
+  for server in outatime baseline redis nats; do
     echo "latency $server" >&2
     run_$server latency.jsonl --scenario latency --subs 100 --rate 10000 --duration 5 --size 64
   done
 done
 for _ in $(seq "$RUNS"); do
-  for server in outatime redis nats; do
+  for server in outatime baseline redis nats; do
     echo "idle $server" >&2
     run_$server idle.jsonl --scenario idle --subs 10000
   done

@@ -9,8 +9,20 @@ struct CommandsCommand: ParsableCommand {
         commandName: "commands",
         abstract: "Many clients sending durable commands: acknowledged commands/s and reply latency.",
         discussion: """
-        Each client drives its own stopwatch `laps/load-<run>-<loop>-<n>` through the valid cycle \
-        start → lap → lap → stop → reset. With --pipeline 1 (the default) it sends the next command \
+        Each client drives its own channel. With --workload laps (the default) that is a stopwatch \
+        `laps/load-<run>-<loop>-<n>`, driven through the valid cycle start → lap → lap → stop → reset; \
+        with timer-add a timer list `timers/load-<run>-<loop>-<n>` it adds timers to (`add`, a day to go); \
+        with timer-update the same list, whose timers it renames round-robin (`update`, a new `event` \
+        each time); with dispatch a board `starport/load-<run>-<loop>-<n>` it dispatches ships on \
+        (`dispatch`, departing in 2099, so nothing departs during the run).
+
+        --preload N first fills each client's channel with N timers (timer-add, timer-update) or N \
+        dispatches, pipelined (max(--pipeline, 64) in flight), before the measured phase: not counted, \
+        not in the latency, its events not in the batch figures; the report gives how long it took. \
+        timer-update needs a preload of at least 1 (the timers it updates); laps takes none. Compare \
+        a run on a full channel with one on an empty one to see whether the channel's size slows a command.
+
+        With --pipeline 1 (the default) it sends the next command \
         when the previous reply arrives; with --pipeline N it sends N at once and then one more per \
         reply, so that N commands are always in flight on the connection (the server runs them in \
         order, so the cycle stays valid). Every command is one durable event, acknowledged only after \
@@ -26,6 +38,10 @@ struct CommandsCommand: ParsableCommand {
         `PIPELINE=100 CLIENTS=1 make bench-commands` runs both, interleaved):
 
           outatime-load commands --clients 1 --pipeline 100 --duration 10
+
+        The same on a list that already holds 10,000 timers:
+
+          outatime-load commands --workload timer-add --preload 10000 --clients 1 --pipeline 100 --duration 10
         """
     )
 
@@ -40,17 +56,30 @@ struct CommandsCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Commands to send in total (default: until --duration is over).", valueName: "count"))
     var commands: Int?
 
+    @Option(help: ArgumentHelp("What each command does: \(CommandsWorkload.names).", valueName: "workload"))
+    var workload: CommandsWorkload = .laps
+
+    @Option(help: ArgumentHelp("Timers or dispatches each client adds to its channel before the measured phase (0…1000000).", valueName: "count"))
+    var preload: Int = 0
+
     func validate() throws {
         try options.validateShared()
         guard clients >= 1 else { throw ValidationError("--clients must be at least 1, got \(clients)") }
         guard (1...10_000).contains(pipeline) else { throw ValidationError("--pipeline must be 1…10000, got \(pipeline)") }
         if let commands, commands < 1 { throw ValidationError("--commands must be at least 1, got \(commands)") }
+        guard (0...1_000_000).contains(preload) else { throw ValidationError("--preload must be 0…1000000, got \(preload)") }
+        if workload == .timerUpdate && preload < 1 {
+            throw ValidationError("--workload timer-update needs --preload of at least 1: the timers it updates")
+        }
+        if !workload.preloads && preload > 0 {
+            throw ValidationError("--preload does not apply to --workload \(workload.rawValue); it fills timer lists and dispatch boards")
+        }
     }
 
     func run() throws {
         let (address, fileLimit) = try options.prepareRun()
         let run = String(UUID().uuidString.lowercased().prefix(8))
-        let prefix = "laps/load-\(run)"
+        let prefix = "\(workload.kind)/load-\(run)"
         let loops = min(options.loops, clients)
         let tallies = (0..<loops).map { index in
             CommandsTally(clientCount: LoadOptions.share(of: clients, loop: index, loops: loops))
@@ -58,7 +87,7 @@ struct CommandsCommand: ParsableCommand {
         let budget = CommandBudget(limit: commands)
         let plans = tallies.enumerated().map { index, tally in
             CommandsPlan(index: index, address: address, channelPrefix: prefix, clients: tally.clientCount,
-                         pipeline: pipeline)
+                         pipeline: pipeline, workload: workload, preload: preload)
         }
         let directory = WorkerDirectory<WorkerOrder>()
         let threads = WorkerThreads(count: loops, makeWorker: { index, loop in
@@ -72,6 +101,13 @@ struct CommandsCommand: ParsableCommand {
         var outcome = Outcome()
         var cpu: HarnessCPU?
         if waitForReady(tallies) {
+            if preload > 0 {
+                let first: UInt64 = tallies.map { $0.preloadStartNs.load(ordering: .relaxed) }.filter { $0 > 0 }.min() ?? 0
+                let last: UInt64 = tallies.map { $0.preloadEndNs.load(ordering: .relaxed) }.max() ?? 0
+                Report.progress(String(format: "preload: %@ %@ per client in %.3f s", Report.grouped(preload),
+                                       workload == .dispatch ? "dispatches" : "timers",
+                                       last > first ? Double(last - first) / 1e9 : 0))
+            }
             do {
                 before = try StatsProbe.read(address)
                 let cpuBefore = CPUSample.now(threads)
@@ -103,13 +139,20 @@ struct CommandsCommand: ParsableCommand {
         let events = delta("events_committed")
         let batches = delta("store_batches")
         let perBatch = events.flatMap { e in batches.flatMap { $0 > 0 ? Double(e) / Double($0) : nil } }
+        let preloaded = tallies.reduce(0) { $0 + $1.preloaded.load(ordering: .relaxed) }
+        let preloadStart: UInt64 = tallies.map { $0.preloadStartNs.load(ordering: .relaxed) }.filter { $0 > 0 }.min() ?? 0
+        let preloadEnd: UInt64 = tallies.map { $0.preloadEndNs.load(ordering: .relaxed) }.max() ?? 0
+        let preloadSeconds = preloadEnd > preloadStart && preloadStart > 0 ? Double(preloadEnd - preloadStart) / 1e9 : 0
+        let preloadRate = preloadSeconds > 0 ? Double(preloaded) / preloadSeconds : 0
         let largest = after["store_largest_batch"]
         let failed = errors > 0 || acknowledged != sent || outcome.stalled
             || (commands.map { acknowledged < $0 } ?? false) && !outcome.timedOut
 
         if options.json {
             var object: [String: Any] = [
-                "scenario": "commands", "channel_prefix": prefix, "clients": clients, "pipeline": pipeline, "loops": loops,
+                "scenario": "commands", "workload": workload.rawValue, "preload": preload, "preloaded": preloaded,
+                "preload_s": (preloadSeconds * 1000).rounded() / 1000, "preload_per_s": Int(preloadRate),
+                "channel_prefix": prefix, "clients": clients, "pipeline": pipeline, "loops": loops,
                 "sent": sent, "acknowledged": acknowledged, "errors": errors,
                 "elapsed_s": (seconds * 1000).rounded() / 1000, "commands_per_s": Int(rate),
                 "latency": summary.json, "stalled": outcome.stalled, "duration_reached": outcome.timedOut,
@@ -125,7 +168,12 @@ struct CommandsCommand: ParsableCommand {
             if let firstError { object["first_error"] = firstError }
             Report.printJSON(object)
         } else {
+            let preloadText = preload == 0 ? "none"
+                : "\(Report.grouped(preload)) per client, \(Report.grouped(preloaded)) in "
+                  + String(format: "%.3f s", preloadSeconds) + " (\(Report.grouped(Int(preloadRate)))/s)"
             var rows: [(String, String)] = [
+                ("workload", workload.rawValue),
+                ("preload", preloadText),
                 ("in flight per client", Report.grouped(pipeline)),
                 ("acknowledged", "\(Report.grouped(acknowledged)) of \(Report.grouped(sent)) sent"),
                 ("elapsed", String(format: "%.3f s", seconds)),
@@ -141,7 +189,7 @@ struct CommandsCommand: ParsableCommand {
             if outcome.stalled { rows.append(("stalled", "no reply for \(options.stallTimeout) s")) }
             if let firstError { rows.append(("first error", firstError)) }
             let inFlight = pipeline == 1 ? "one command" : "\(Report.grouped(pipeline)) commands"
-            print(Report.table("commands \(prefix)-*: \(clients) clients, \(inFlight) in flight each, \(loops) loops", rows))
+            print(Report.table("commands \(workload.rawValue) \(prefix)-* (preload \(Report.grouped(preload))): \(clients) clients, \(inFlight) in flight each, \(loops) loops", rows))
         }
         if failed { throw ExitCode(1) }
     }
@@ -154,16 +202,37 @@ struct CommandsCommand: ParsableCommand {
 
     private func errors(_ tallies: [CommandsTally]) -> Int { tallies.reduce(0) { $0 + $1.errors.load(ordering: .relaxed) } }
 
-    /// Waits until every client's `hello` was answered; false on an error or timeout.
+    /// Waits until every client's `hello` was answered and its preload
+    /// acknowledged; false on an error or timeout. A preload may take longer
+    /// than the usual deadline as long as it advances (no stall of
+    /// --stall-timeout); progress is printed each second while it runs.
     private func waitForReady(_ tallies: [CommandsTally]) -> Bool {
-        let deadline = Loop.hrtime + UInt64(max(options.duration, 30) * 1e9)
+        let startNs = Loop.hrtime
+        let deadline = startNs + UInt64(max(options.duration, 30) * 1e9)
+        let stallNs = UInt64(options.stallTimeout * 1e9)
+        var lastProgress = -1
+        var lastChangeNs = startNs
+        var nextProgressNs = startNs + 1_000_000_000
         while true {
             let ready = tallies.reduce(0) { $0 + $1.ready.load(ordering: .relaxed) }
             if ready >= clients { return true }
             if errors(tallies) > 0 { return false }
-            if Loop.hrtime > deadline {
-                tallies[0].recordError("only \(ready) of \(clients) connections were ready in time")
+            let now = Loop.hrtime
+            let preloaded = tallies.reduce(0) { $0 + $1.preloaded.load(ordering: .relaxed) }
+            if preloaded + ready != lastProgress {
+                lastProgress = preloaded + ready
+                lastChangeNs = now
+            }
+            if now > deadline && now - lastChangeNs > stallNs {
+                tallies[0].recordError("only \(ready) of \(clients) connections were ready in time"
+                                       + (preload > 0 ? " (\(Report.grouped(preloaded)) of \(Report.grouped(preload * clients)) preloaded)" : ""))
                 return false
+            }
+            if preload > 0 && now >= nextProgressNs {
+                Report.progress(String(format: "[preload %3.0fs] %@ of %@ added, %@ of %@ clients ready",
+                                       Double(now - startNs) / 1e9, Report.grouped(preloaded),
+                                       Report.grouped(preload * clients), Report.grouped(ready), Report.grouped(clients)))
+                nextProgressNs += 1_000_000_000
             }
             usleep(2_000)
         }

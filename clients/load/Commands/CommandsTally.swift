@@ -15,7 +15,25 @@ final class CommandsTally: WorkerTally, @unchecked Sendable {
     /// Monotonic time of the last acknowledgement, ns.
     let lastAckNs = Atomic<UInt64>(0)
 
+    /// Preload commands answered `ok` (not in `acknowledged`).
+    let preloaded = Atomic<Int>(0)
+    /// Monotonic time the first client began its preload, and the last one
+    /// finished it, ns (0: none yet). Written by the worker's thread only.
+    let preloadStartNs = Atomic<UInt64>(0)
+    let preloadEndNs = Atomic<UInt64>(0)
+
     init(clientCount: Int) { self.clientCount = clientCount }
+
+    /// A client began its preload at `ns` (worker thread only).
+    func notePreloadStart(_ ns: UInt64) {
+        let first = preloadStartNs.load(ordering: .relaxed)
+        if first == 0 || ns < first { preloadStartNs.store(ns, ordering: .relaxed) }
+    }
+
+    /// A client finished its preload at `ns` (worker thread only).
+    func notePreloadEnd(_ ns: UInt64) {
+        if ns > preloadEndNs.load(ordering: .relaxed) { preloadEndNs.store(ns, ordering: .relaxed) }
+    }
 }
 
 /// The run-wide command budget shared by every worker (`--commands`).

@@ -5,22 +5,26 @@ import UV
 struct CommandsPlan: Sendable {
     let index: Int
     let address: SocketAddress
-    /// `laps/load-<run>`; each client appends `-<worker>-<n>`.
+    /// `laps/load-<run>` (or `timers/…`, `starport/…`); each client appends `-<worker>-<n>`.
     let channelPrefix: String
     let clients: Int
     /// Commands each client keeps in flight (`--pipeline`).
     let pipeline: Int
+    /// What each command is (`--workload`).
+    let workload: CommandsWorkload
+    /// Items each client adds to its channel before it reports ready (`--preload`).
+    let preload: Int
+
+    /// Preload commands each client keeps in flight: the pipeline, at least 64.
+    var preloadWindow: Int { max(pipeline, 64) }
 }
 
 /// One event loop's share of a commands run: some clients, each with its
-/// own lap stopwatch, each keeping `pipeline` commands in flight (it sends
-/// that many, then one more per reply). Lives on its loop's thread only.
+/// own channel (a lap stopwatch, a timer list or a dispatch board), each
+/// keeping `pipeline` commands in flight (it sends that many, then one more
+/// per reply). A client first fills its channel with `preload` items, then
+/// counts as ready. Lives on its loop's thread only.
 final class CommandsWorker {
-    /// A valid stopwatch cycle from idle: every action is one durable event.
-    /// The server runs a connection's commands in request order, so a
-    /// pipelined cycle stays valid.
-    static let cycle = ["start", "lap", "lap", "stop", "reset"]
-
     private let loop: Loop
     private let plan: CommandsPlan
     private let tally: CommandsTally
@@ -31,15 +35,21 @@ final class CommandsWorker {
     private let heartbeat: Timer
     private var inbox: AsyncInbox<WorkerOrder>?
 
-    /// One connection driving one stopwatch.
+    /// One connection driving one channel.
     final class Client {
         let connection: LoadConnection
         let channel: String
+        /// `hello` answered.
+        var greeted = false
+        /// Greeted and preloaded: measured commands may go.
         var ready = false
-        /// Step in `cycle` of the next command sent.
+        /// Measured commands sent so far (the workload's step of the next one).
         var step = 0
-        /// Commands sent and not answered yet, oldest first.
-        var window: RequestWindow<Void>
+        /// Preload commands sent and answered.
+        var preloadSent = 0
+        var preloadAcked = 0
+        /// Commands sent and not answered yet, oldest first; tagged true for a preload command.
+        var window: RequestWindow<Bool>
         var nextId = 2
         init(connection: LoadConnection, channel: String, pipeline: Int) {
             self.connection = connection
@@ -87,11 +97,15 @@ final class CommandsWorker {
 
     private func received(_ body: UnsafeRawBufferPointer, by client: Client) {
         switch ServerFrame.classify(body) {
-        case .reply(id: 1?, error: nil) where !client.ready:
-            client.ready = true
-            tally.ready.add(1, ordering: .relaxed)
-            if sending { fill(client) }
-        case .reply(id: 1?, let error?) where !client.ready:
+        case .reply(id: 1?, error: nil) where !client.greeted:
+            client.greeted = true
+            if plan.preload > 0 {
+                tally.notePreloadStart(Loop.hrtime)
+                fillPreload(client)
+            } else {
+                becomeReady(client)
+            }
+        case .reply(id: 1?, let error?) where !client.greeted:
             tally.recordError("\(client.channel): hello refused: \(error)")
         case .reply(let id?, let error):
             guard let command = client.window.removeOldest(answeredBy: id) else {
@@ -99,10 +113,21 @@ final class CommandsWorker {
                 return
             }
             if let error {
-                tally.recordError("\(client.channel) request \(id) refused: \(error)")
+                tally.recordError("\(client.channel) \(command.tag ? "preload " : "")request \(id) refused: \(error)")
                 return
             }
             let now = Loop.hrtime
+            if command.tag {
+                client.preloadAcked += 1
+                tally.preloaded.add(1, ordering: .relaxed)
+                if client.preloadAcked == plan.preload {
+                    tally.notePreloadEnd(now)
+                    becomeReady(client)
+                } else {
+                    fillPreload(client)
+                }
+                return
+            }
             _ = latency.record(max(1, (now &- command.sentNs) / 1_000))
             tally.acknowledged.add(1, ordering: .relaxed)
             tally.lastAckNs.store(now, ordering: .relaxed)
@@ -116,6 +141,29 @@ final class CommandsWorker {
         }
     }
 
+    private func becomeReady(_ client: Client) {
+        client.ready = true
+        tally.ready.add(1, ordering: .relaxed)
+        if sending { fill(client) }
+    }
+
+    /// Sends preload commands (not counted, not timed) until the client has
+    /// the preload window in flight or all `preload` are sent.
+    private func fillPreload(_ client: Client) {
+        guard !client.connection.isClosed else { return }
+        var sent = 0
+        while client.window.count < plan.preloadWindow, client.preloadSent < plan.preload {
+            let id = client.nextId
+            client.nextId += 1
+            client.window.append(id: id, sentNs: Loop.hrtime, tag: true)
+            client.connection.enqueue(body: Array(plan.workload.preloadBody(id: id, channel: client.channel,
+                                                                            index: client.preloadSent).utf8))
+            client.preloadSent += 1
+            sent += 1
+        }
+        if sent > 0 { client.connection.flush() }
+    }
+
     /// Sends commands until the client has `pipeline` in flight or the
     /// budget is spent; one write for all of them.
     private func fill(_ client: Client) {
@@ -124,9 +172,10 @@ final class CommandsWorker {
         while client.window.count < plan.pipeline, budget.claim() {
             let id = client.nextId
             client.nextId += 1
-            client.window.append(id: id, sentNs: Loop.hrtime, tag: ())
-            client.connection.enqueue(body: Array(#"{"type":"command","id":\#(id),"channel":"\#(client.channel)","action":"\#(Self.cycle[client.step])"}"#.utf8))
-            client.step = (client.step + 1) % Self.cycle.count
+            client.window.append(id: id, sentNs: Loop.hrtime, tag: false)
+            client.connection.enqueue(body: Array(plan.workload.body(id: id, channel: client.channel, step: client.step,
+                                                                     preloaded: plan.preload).utf8))
+            client.step += 1
             sent += 1
         }
         guard sent > 0 else { return }
