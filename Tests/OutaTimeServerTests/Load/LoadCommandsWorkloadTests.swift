@@ -75,7 +75,7 @@ struct LoadCommandsWorkloadTests {
     @Test("commands: a preload that cannot work is refused with exit status 64",
           arguments: [(["--workload", "timer-update"], "--workload timer-update needs --preload of at least 1"),
                       (["--preload", "5"], "--preload does not apply to --workload laps"),
-                      (["--workload", "timer-add", "--preload", "-1"], "--preload must be 0…1000000, got -1")])
+                      (["--workload", "timer-add", "--preload=-1"], "--preload must be 0…1000000, got -1")])
     func badPreload(arguments: [String], message: String) throws {
         let run = try LoadHarnessTests.load(["commands"] + arguments, port: 1)
         #expect(run.status == 64, "stderr: \(run.stderr)")
