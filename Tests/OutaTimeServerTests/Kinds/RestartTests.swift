@@ -63,6 +63,46 @@ struct RestartTests {
         Self.stop(second)
     }
 
+    @Test("SIGKILL right after 300 commands pipelined on one connection over 3 channels, all acknowledged, loses none")
+    func pipelinedAcknowledgedSurvivesSIGKILL() throws {
+        let folder = try TemporaryFolder()
+        let database = folder.path("outatime.sqlite")
+        let channels = ["timers/p0", "starport/p1", "laps/p2"]
+        let (first, port) = try startServerProcess(databasePath: database)
+        let client = try Self.ready(port)
+        var frames: [[String: Any]] = []
+        for n in 0..<300 {
+            switch n % 3 {
+            case 0: frames.append(["type": "command", "id": n, "channel": channels[0], "action": "add",
+                                   "args": ["event": "t\(n)", "remaining_s": 100]])
+            case 1: frames.append(["type": "command", "id": n, "channel": channels[1], "action": "dispatch",
+                                   "args": ["model": "SWingV2", "path": "AC", "departs_at": "2099-01-01T00:00:00Z", "note": "n\(n)"]])
+            default: frames.append(["type": "command", "id": n, "channel": channels[2],
+                                    "action": (n / 3).isMultiple(of: 2) ? "start" : "stop"])
+            }
+        }
+        try client.sendRaw(frames.flatMap { TestClient.framed(try! TestClient.body($0)) })
+        for n in 0..<300 {
+            let reply = try client.readReply(id: n)
+            #expect(reply.isOK, "\(describe([reply]))")
+        }
+        killHard(first)
+
+        let (second, port2) = try startServerProcess(databasePath: database)
+        let after = try Self.ready(port2)
+        let timers = try after.call("get", ["channel": channels[0]])
+        #expect(timers[int: "seq"] == 100)
+        #expect(timers[object: "state"]?[objects: "timers"]?.count == 100)
+        let board = try after.call("get", ["channel": channels[1]])
+        #expect(board[int: "seq"] == 100)
+        #expect(board[object: "state"]?[objects: "dispatches"]?.count == 100)
+        let laps = try after.call("get", ["channel": channels[2]])
+        #expect(laps[int: "seq"] == 100)
+        #expect(laps[object: "state"]?["status"] as? String == "paused")
+        #expect(try after.history(channels[2], after: 0, limit: 1000).count == 100)
+        Self.stop(second)
+    }
+
     @Test("a DeLorean accelerating when killed comes back parked at 0 with acceleration_aborted")
     func accelerationAborted() throws {
         let folder = try TemporaryFolder()
