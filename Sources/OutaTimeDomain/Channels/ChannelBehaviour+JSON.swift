@@ -29,13 +29,7 @@ extension ChannelKind {
     /// Reads a stored state of this kind (as written by `jsonText()`).
     /// Throws ``StateDecodingError`` naming the bad key.
     public func decodeState(jsonText: String) throws(StateDecodingError) -> any ChannelBehaviour {
-        do {
-            return try JSONDecoder().decode(behaviour, from: Data(jsonText.utf8))
-        } catch let error as DecodingError {
-            throw StateDecodingError(kind: self, message: ChannelState.describe(error))
-        } catch {
-            throw StateDecodingError(kind: self, message: "\(error)")
-        }
+        try behaviour.decodeStored(jsonText: jsonText)
     }
 
     /// The access of `action` on this kind, or nil if it has no such action.

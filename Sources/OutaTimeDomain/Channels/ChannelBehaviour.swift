@@ -63,6 +63,10 @@ public protocol ChannelBehaviour: Sendable, Codable {
     /// countdown's remaining time), so that it can be read back alone.
     func stored(at now: Date) -> Self
 
+    /// Reads a stored state (as written by `jsonText()`). Throws
+    /// ``StateDecodingError`` naming what is wrong.
+    static func decodeStored(jsonText: String) throws(StateDecodingError) -> Self
+
     /// A stored state was read back; it was stored at `storedAt`: live
     /// values continue from there (a running countdown counts down from
     /// its stored remaining time since `storedAt`).
@@ -100,6 +104,17 @@ extension ChannelBehaviour {
 
     /// No live values.
     public mutating func resumeLiveValues(storedAt: Date) {}
+
+    /// Through the kind's `Decodable` conformance (Foundation's decoder).
+    public static func decodeStored(jsonText: String) throws(StateDecodingError) -> Self {
+        do {
+            return try JSONDecoder().decode(Self.self, from: Data(jsonText.utf8))
+        } catch let error as DecodingError {
+            throw StateDecodingError(kind: kind, message: ChannelState.describe(error))
+        } catch {
+            throw StateDecodingError(kind: kind, message: "\(error)")
+        }
+    }
 
     /// `unknown_action` naming the action and listing the valid ones.
     static func unknownAction(_ action: String, kind: ChannelKind) -> ProtocolError {

@@ -46,6 +46,32 @@ extension TimerListState {
     /// Each running countdown's live remaining time baked in (``checkpoint(at:)``).
     public func stored(at now: Date) -> TimerListState { checkpoint(at: now) }
 
+    /// Reads a stored list with the server's JSON reader and the timers'
+    /// wire readers: Foundation's `JSONDecoder` took 29 µs a timer, half a
+    /// minute to load a million (docs/BENCHMARKS.md).
+    public static func decodeStored(jsonText: String) throws(StateDecodingError) -> TimerListState {
+        let value: JSONValue
+        do {
+            value = try JSONValue.parse(Data(jsonText.utf8))
+        } catch {
+            throw StateDecodingError(kind: .timers, message: "\(error)")
+        }
+        guard case .object(let fields) = value, case .array(let items)? = fields[CodingKeys.timers.stringValue] else {
+            throw StateDecodingError(kind: .timers, message: "missing key 'timers' (an array of timers)")
+        }
+        var timers: [CountdownTimer] = []
+        timers.reserveCapacity(items.count)
+        for (index, item) in items.enumerated() {
+            guard let timer = CountdownTimer(json: item) else {
+                throw StateDecodingError(kind: .timers,
+                    message: "timers.\(index): not a timer (needs id, event, remaining_s and status)")
+            }
+            timers.append(timer)
+        }
+        let nextID = fields[CodingKeys.nextID.stringValue].flatMap { TimerJSON.int($0) }
+        return TimerListState(timers: timers, nextID: nextID)
+    }
+
     /// As many events as the list holds timers, at least 64: storing the
     /// list costs O(1) per event, amortised, and a load replays at most
     /// that many events.
