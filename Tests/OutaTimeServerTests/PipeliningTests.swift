@@ -28,11 +28,6 @@ struct PipeliningTests {
         }
     }
 
-    /// Sends `frames` in one write.
-    static func sendAtOnce(_ client: TestClient, _ frames: [[String: Any]]) throws {
-        try client.sendRaw(frames.flatMap { TestClient.framed(try! TestClient.body($0)) })
-    }
-
     @Test("200 commands sent in one write: replies in request order, committed in fewer groups than commands")
     func orderAndGrouping() throws {
         try withTestServer { server in
@@ -41,7 +36,7 @@ struct PipeliningTests {
             try client.call("get", ["channel": channel])
             let before = try client.call("stats")
             let frames = Self.adds(channel, ids: 1..<201)
-            try Self.sendAtOnce(client, frames)
+            try client.sendFrames(frames)
             let replies = try Self.replies(client, ids: Array(1..<201))
             #expect(replies.compactMap { $0[int: "id"] } == Array(1..<201), "replies out of order")
             #expect(replies.allSatisfy { $0.isOK }, "\(describe(replies.filter { !$0.isOK }))")
@@ -66,7 +61,7 @@ struct PipeliningTests {
             frames.append(["type": "get", "id": 10, "channel": channel])
             frames.append(["type": "history", "id": 11, "channel": channel])
             frames.append(["type": "ping", "id": 12])
-            try Self.sendAtOnce(client, frames)
+            try client.sendFrames(frames)
             let replies = try Self.replies(client, ids: Array(1..<13))
             #expect(replies.compactMap { $0[int: "id"] } == Array(1..<13))
             #expect(replies.allSatisfy { $0.isOK }, "\(describe(replies))")
@@ -95,7 +90,7 @@ struct PipeliningTests {
                 default: frames += Self.adds("timers/a", ids: id..<(id + 1))
                 }
             }
-            try Self.sendAtOnce(client, frames)
+            try client.sendFrames(frames)
             let replies = try Self.replies(client, ids: Array(1..<41))
             #expect(replies.compactMap { $0[int: "id"] } == Array(1..<41))
             for reply in replies where reply[int: "id"]! % 4 == 1 {
@@ -119,13 +114,13 @@ struct PipeliningTests {
         // Another process takes the database's write lock: the server's
         // commits fail with SQLITE_BUSY until it lets go.
         let locker = try DatabaseLocker(path: database)
-        try Self.sendAtOnce(client, Self.adds(channel, ids: 10..<15, prefix: "while locked"))
+        try client.sendFrames(Self.adds(channel, ids: 10..<15, prefix: "while locked"))
         let failed = try Self.replies(client, ids: Array(10..<15))
         #expect(failed.compactMap { $0[int: "id"] } == Array(10..<15))
         #expect(failed.allSatisfy { $0.errorCode == .internal }, "\(describe(failed))")
         try locker.release()
 
-        try Self.sendAtOnce(client, Self.adds(channel, ids: 20..<23, prefix: "after"))
+        try client.sendFrames(Self.adds(channel, ids: 20..<23, prefix: "after"))
         let later = try Self.replies(client, ids: Array(20..<23))
         #expect(later.allSatisfy { $0.isOK }, "\(describe(later))")
         let state = try client.call("get", ["channel": channel])

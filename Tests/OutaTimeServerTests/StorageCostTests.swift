@@ -19,7 +19,7 @@ struct StorageCostTests {
             let frames = (sent..<(sent + chunk)).map { n -> [String: Any] in
                 ["type": "command", "id": n, "channel": channel, "action": action, "args": args(n)]
             }
-            try client.sendRaw(frames.flatMap { TestClient.framed(try! TestClient.body($0)) })
+            try client.sendFrames(frames)
             var replies = 0
             while replies < chunk {
                 let frame = try client.readFrame()

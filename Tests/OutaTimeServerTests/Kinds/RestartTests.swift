@@ -81,7 +81,7 @@ struct RestartTests {
                                     "action": (n / 3).isMultiple(of: 2) ? "start" : "stop"])
             }
         }
-        try client.sendRaw(frames.flatMap { TestClient.framed(try! TestClient.body($0)) })
+        try client.sendFrames(frames)
         for n in 0..<300 {
             let reply = try client.readReply(id: n)
             #expect(reply.isOK, "\(describe([reply]))")
@@ -219,7 +219,7 @@ struct RestartTests {
             for n in 1...100 {
                 frames.append(["type": "command", "id": 100 + n, "channel": list, "action": "start", "args": ["id": n]])
             }
-            try client.sendRaw(frames.flatMap { TestClient.framed(try! TestClient.body($0)) })
+            try client.sendFrames(frames)
             for id in 1...200 { #expect(try client.readReply(id: id).isOK) }
         }
         // Let the countdowns run past a few alive-until records.

@@ -113,6 +113,13 @@ final class TestClient {
         try sendFrameBody(try JSONSerialization.data(withJSONObject: json))
     }
 
+    /// Sends `frames` back to back in one write (pipelining).
+    func sendFrames(_ frames: [[String: Any]]) throws {
+        var bytes: [UInt8] = []
+        for frame in frames { bytes += TestClient.framed(try TestClient.body(frame)) }
+        try sendRaw(bytes)
+    }
+
     /// Header and body of one frame, as bytes.
     static func framed(_ body: Data) -> [UInt8] {
         Frame(body: body).withUnsafeBytes { Array($0) }
