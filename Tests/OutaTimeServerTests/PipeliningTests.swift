@@ -101,6 +101,23 @@ struct PipeliningTests {
         }
     }
 
+    @Test("a client that half-closes after 100 pipelined commands still gets every reply, then the close")
+    func halfCloseAfterPipelinedCommands() throws {
+        try withTestServer { server in
+            let client = try server.connectReady()
+            let channel = "timers/half-closed"
+            try client.call("get", ["channel": channel])
+            try client.sendFrames(Self.adds(channel, ids: 1..<101))
+            client.finishSending()
+            let replies = try Self.replies(client, ids: Array(1..<101))
+            #expect(replies.compactMap { $0[int: "id"] } == Array(1..<101))
+            #expect(replies.allSatisfy { $0.isOK })
+            #expect(client.expectClosed())
+            let other = try server.connectReady()
+            #expect(try other.call("get", ["channel": channel])[int: "seq"] == 100)
+        }
+    }
+
     @Test("a commit that fails fails exactly the commands it held; the channel goes on from storage")
     func failedCommitFailsItsCommands() throws {
         let folder = try TemporaryFolder()

@@ -78,6 +78,13 @@ extension Server {
         }
         session.requests.requeue(frames)
         resumeReadingIfRoom(session)
+        closeIfPeerDone(session)
+    }
+
+    /// After the peer's EOF, closes once every request it sent is answered.
+    func closeIfPeerDone(_ session: Session) {
+        guard session.sawEOF, session.state.isOpen, !session.requests.isBusy else { return }
+        beginClosing(session, reason: .peerClosed)
     }
 
     /// A read off the loop answered `slot`: resume the input it held.
@@ -108,8 +115,9 @@ extension Server {
         switch session.state {
         case .awaitingHello, .ready:
             if error.isEOF {
-                // Orderly half-close: send what is queued, then close.
-                beginClosing(session, reason: .peerClosed)
+                // Orderly half-close: answer what the peer sent (pipelined
+                // commands may still be committing), then close.
+                closeIfPeerDone(session)
             } else {
                 destroy(session, reason: .readError)
             }

@@ -236,6 +236,7 @@ final class Session {
         guard !isSealed, state.isOpen else { return }
         for ready in requests.fill(slot, with: frame) { send(ready) }
         server.resumeReadingIfRoom(self)
+        server.closeIfPeerDone(self)
     }
 
     private func encoded<Message: Encodable>(_ message: Message) -> Frame? {

@@ -113,6 +113,12 @@ final class TestClient {
         try sendFrameBody(try JSONSerialization.data(withJSONObject: json))
     }
 
+    /// Shuts down the sending side (a TCP half-close): the server sees EOF
+    /// while this side can still read.
+    func finishSending() {
+        shutdown(fd, Int32(SHUT_WR))
+    }
+
     /// Sends `frames` back to back in one write (pipelining).
     func sendFrames(_ frames: [[String: Any]]) throws {
         var bytes: [UInt8] = []
