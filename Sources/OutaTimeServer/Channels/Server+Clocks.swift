@@ -14,16 +14,19 @@ extension Server {
         TickIntervals(deloreanMs: UInt64(config.deloreanTickMs), lapsMs: UInt64(config.lapTickMs))
     }
 
-    /// Re-plans `channel`'s next wake-up after its state changed.
-    func replanClock(_ channel: Channel) {
+    /// Re-plans `channel`'s next wake-up after its state changed. A tick
+    /// series not yet running starts only when `startingTicks`.
+    func replanClock(_ channel: Channel, startingTicks: Bool = true) {
         let plan = channel.state.clockPlan(tickIntervals)
         var wake = plan.nextChange.map(loopDeadline(for:))
         if let series = plan.ticks {
-            if channel.ticks == nil {
+            if channel.ticks == nil, startingTicks {
                 channel.ticks = TickProgress(base: series.anchor.map(loopDeadline(for:)) ?? loop.now)
             }
-            let next = channel.ticks!.due(channel.ticks!.done + 1, every: series.intervalMs)
-            wake = min(wake ?? next, next)
+            if let progress = channel.ticks {
+                let next = progress.due(progress.done + 1, every: series.intervalMs)
+                wake = min(wake ?? next, next)
+            }
         } else {
             channel.ticks = nil
         }

@@ -79,7 +79,10 @@ extension Server {
             }
             for reply in batch.replies { reply.session.fill(reply.slot, id: reply.id, reply.result) }
         }
-        replanClock(channel)
+        // A tick series starts only once memory equals storage: with later
+        // batches in flight the state may hold an event not yet committed
+        // (a `travel` right behind this batch), and no tick may precede it.
+        replanClock(channel, startingTicks: channel.pipeline.isSettled)
         if channel.pipeline.isSettled {
             for session in channel.takeWaiters() { resume(session) }
         }
