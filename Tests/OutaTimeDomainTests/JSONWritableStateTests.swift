@@ -22,6 +22,19 @@ struct JSONWritableStateTests {
         try expectSameJSONBothWays(ReplyOK(id: .int(7), result: state))
     }
 
+    @Test("timer lists as stored: empty, mixed, running, with and without next_id")
+    func timerLists() throws {
+        var list = try TimerFixture.mixedList()
+        try expectSameJSONBothWays(list)
+        _ = try list.perform("start", TimerFixture.args(["id": TimerFixture.int(1)]),
+                             TimerFixture.context(1, session: "bob"))
+        try expectSameJSONBothWays(list)
+        try expectSameJSONBothWays(list.checkpoint(at: TimerFixture.at(7)))
+        try expectSameJSONBothWays(TimerListState.initial)
+        try expectSameJSONBothWays(TimerListState(timers: list.timers, nextID: 500))
+        for timer in list.timers { try expectSameJSONBothWays(timer) }
+    }
+
     @Test("a timer list's tick, with running countdowns and empty")
     func timersTick() throws {
         var list = try TimerFixture.mixedList()
