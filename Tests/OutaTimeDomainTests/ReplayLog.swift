@@ -112,3 +112,25 @@ extension SeededGenerator {
         Double(Int.random(in: 0...maxMS, using: &self)) / 1_000
     }
 }
+
+extension ReplayLog {
+    /// Rebuilds the state at every commit from the stored state before it
+    /// plus the events after it, and expects exactly the live state: equal,
+    /// the same snapshot `later` seconds on, and the same stored text.
+    func expectExactReplays(seed: UInt64, later offsets: [TimeInterval],
+                            sourceLocation: SourceLocation = #_sourceLocation) throws {
+        for (source, target) in replayPairs {
+            let commit = commits[target]
+            let replayed = try replay(from: source, to: target)
+            let context = "seed \(seed), stored at commit \(source.map(String.init) ?? "-"), replayed to \(target)"
+            #expect(replayed == commit.live, "\(context)", sourceLocation: sourceLocation)
+            for later in offsets {
+                let now = commit.time.addingTimeInterval(later)
+                #expect(replayed.snapshot(at: now) == commit.live.snapshot(at: now), "\(context), +\(later)",
+                        sourceLocation: sourceLocation)
+            }
+            #expect(replayed.storedText(at: commit.time) == commit.live.storedText(at: commit.time), "\(context)",
+                    sourceLocation: sourceLocation)
+        }
+    }
+}

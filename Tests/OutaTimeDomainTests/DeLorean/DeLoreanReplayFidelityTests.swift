@@ -42,14 +42,7 @@ import Testing
     @Test("replayed from an older stored state = live", arguments: [41, 42, 43] as [UInt64])
     func replayMatchesLive(seed: UInt64) throws {
         let (log, live, end) = try Self.run(seed: seed)
-        for (source, target) in log.replayPairs {
-            let commit = log.commits[target]
-            let replayed = try log.replay(from: source, to: target)
-            let context = "seed \(seed), stored at commit \(source.map(String.init) ?? "-"), replayed to \(target)"
-            #expect(replayed == commit.live, "\(context)")
-            #expect(replayed.snapshot(at: commit.time) == commit.live.snapshot(at: commit.time), "\(context)")
-            #expect(replayed.storedText(at: commit.time) == commit.live.storedText(at: commit.time), "\(context)")
-        }
+        try log.expectExactReplays(seed: seed, later: [0])
         #expect(log.events.contains { $0.event.name == "time_travel" })
 
         // After the last commit only ticks happened: the rebuilt car differs

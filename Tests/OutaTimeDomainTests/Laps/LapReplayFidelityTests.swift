@@ -33,17 +33,7 @@ import Testing
     @Test("replayed from an older stored state = live", arguments: [51, 52, 53] as [UInt64])
     func replayMatchesLive(seed: UInt64) throws {
         let log = try Self.run(seed: seed)
-        for (source, target) in log.replayPairs {
-            let commit = log.commits[target]
-            let replayed = try log.replay(from: source, to: target)
-            let context = "seed \(seed), stored at commit \(source.map(String.init) ?? "-"), replayed to \(target)"
-            #expect(replayed == commit.live, "\(context)")
-            for later in [0, 0.001, 0.5, 61.25, 3_600] as [TimeInterval] {
-                let now = commit.time.addingTimeInterval(later)
-                #expect(replayed.snapshot(at: now) == commit.live.snapshot(at: now), "\(context), +\(later)")
-            }
-            #expect(replayed.storedText(at: commit.time) == commit.live.storedText(at: commit.time), "\(context)")
-        }
+        try log.expectExactReplays(seed: seed, later: [0, 0.001, 0.5, 61.25, 3_600])
         #expect(Set(log.events.map(\.event.name)) == ["started", "stopped", "lap_completed", "reset"])
     }
 }

@@ -33,19 +33,7 @@ import Testing
     @Test("replayed from an older stored state = live", arguments: [31, 32, 33] as [UInt64])
     func replayMatchesLive(seed: UInt64) throws {
         let log = try Self.run(seed: seed)
-        for (source, target) in log.replayPairs {
-            let commit = log.commits[target]
-            let replayed = try log.replay(from: source, to: target)
-            let context = "seed \(seed), stored at commit \(source.map(String.init) ?? "-"), replayed to \(target)"
-            #expect(replayed == commit.live, "\(context)")
-            for later in [0, 3_600] as [TimeInterval] {
-                let now = commit.time.addingTimeInterval(later)
-                #expect(replayed.snapshot(at: now) == commit.live.snapshot(at: now), "\(context), +\(later)")
-            }
-            #expect(replayed.storedText(at: commit.time) == commit.live.storedText(at: commit.time), "\(context)")
-            guard case .starport(let board) = replayed, case .starport(let liveBoard) = commit.live else { continue }
-            #expect(board.nextStatusChange() == liveBoard.nextStatusChange(), "\(context)")
-        }
+        try log.expectExactReplays(seed: seed, later: [0, 3_600])
         #expect(log.events.contains { $0.event.name == "status_changed" })
         #expect(log.events.contains { $0.event.name == "cancelled" })
     }
