@@ -34,6 +34,13 @@ import Testing
     func replayMatchesLive(seed: UInt64) throws {
         let log = try Self.run(seed: seed)
         try log.expectExactReplays(seed: seed, later: [0, 3_600])
+        // The rebuilt board's schedule (its heap of departures and arrivals)
+        // is the live one's too.
+        for (source, target) in log.replayPairs {
+            guard case .starport(let board) = try log.replay(from: source, to: target),
+                  case .starport(let liveBoard) = log.commits[target].live else { continue }
+            #expect(board.nextStatusChange() == liveBoard.nextStatusChange(), "seed \(seed), commit \(target)")
+        }
         #expect(log.events.contains { $0.event.name == "status_changed" })
         #expect(log.events.contains { $0.event.name == "cancelled" })
     }
