@@ -178,16 +178,11 @@ public struct TickSeries: Sendable, Equatable {
     public var anchor: Date?
     /// What a late wake plays.
     public var catchUp: CatchUp
-    /// While the series runs, the live values are stored (without an
-    /// event) every this many ticks, bounding what a crash loses; nil: never.
-    public var storeEveryTicks: UInt64?
-
     /// Creates a series.
-    public init(intervalMs: UInt64, anchor: Date? = nil, catchUp: CatchUp, storeEveryTicks: UInt64? = nil) {
+    public init(intervalMs: UInt64, anchor: Date? = nil, catchUp: CatchUp) {
         self.intervalMs = intervalMs
         self.anchor = anchor
         self.catchUp = catchUp
-        self.storeEveryTicks = storeEveryTicks
     }
 }
 

@@ -19,17 +19,12 @@ final class Channel {
     /// Sessions whose parked request runs again when the channel is ready
     /// (created, or its commits done).
     var waiters: [Session] = []
-    /// Spreads periodic work over channels (which tick of a series stores
-    /// live values), so channels whose ticks coincide do not all write in
-    /// the same second.
-    let spread: UInt64
 
     init(name: ChannelName, state: any ChannelBehaviour, pipeline: CommitPipeline) {
         self.name = name
         self.key = name.description
         self.state = state
         self.pipeline = pipeline
-        self.spread = UInt64(key.utf8.reduce(0) { ($0 &* 31 &+ Int($1)) & 0xFFFF })
     }
 
     /// The durable events applied so far (contract §4).

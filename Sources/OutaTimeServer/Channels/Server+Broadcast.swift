@@ -5,23 +5,13 @@ extension Server {
     /// of `channel` except `except`. Returns how many got it.
     @discardableResult
     func broadcast<Message: Encodable>(_ message: Message, to channel: String, except: Session? = nil) -> Int {
-        guard let subscribers = subscriptions.subscribers(of: channel), subscribers.count > 0 else { return 0 }
-        let frame: Frame
-        do {
-            frame = try encoder.frame(message)
-        } catch {
-            logger.error("encoding a broadcast failed", metadata: ["channel": "\(channel)", "error": "\(error)"])
-            return 0
-        }
+        guard let (subscribers, frame) = encodedOnce(message, for: channel) else { return 0 }
         var delivered = 0
         let limit = config.outputLimitBytes
         for session in subscribers.members where session !== except && session.state.isReady {
             if session.queue(frame, limit: limit) { delivered += 1 }
         }
-        // Counted once per broadcast: the fan-out loop stays lean.
-        counters.deliveries += delivered
-        counters.framesOut += delivered
-        counters.bytesOut += delivered * frame.count
+        countDelivered(delivered, of: frame)
         return delivered
     }
 
@@ -29,18 +19,28 @@ extension Server {
     /// a watcher whose output is backed up gets only the newest
     /// (``Session/queueTick(_:channel:)``).
     func broadcastTick<Data: Encodable & Sendable>(_ data: Data, to channel: String) {
-        guard let subscribers = subscriptions.subscribers(of: channel), subscribers.count > 0 else { return }
-        let frame: Frame
-        do {
-            frame = try encoder.frame(TickPush(channel: channel, data: data))
-        } catch {
-            logger.error("encoding a tick failed", metadata: ["channel": "\(channel)", "error": "\(error)"])
-            return
-        }
+        guard let (subscribers, frame) = encodedOnce(TickPush(channel: channel, data: data), for: channel) else { return }
         var delivered = 0
         for session in subscribers.members where session.queueTick(frame, channel: channel) {
             delivered += 1
         }
+        countDelivered(delivered, of: frame)
+    }
+
+    /// The channel's subscribers and `message` encoded once for all of
+    /// them; nil when nobody watches or the message does not encode.
+    private func encodedOnce<Message: Encodable>(_ message: Message, for channel: String) -> (SubscriberList, Frame)? {
+        guard let subscribers = subscriptions.subscribers(of: channel), subscribers.count > 0 else { return nil }
+        do {
+            return (subscribers, try encoder.frame(message))
+        } catch {
+            logger.error("encoding a broadcast failed", metadata: ["channel": "\(channel)", "error": "\(error)"])
+            return nil
+        }
+    }
+
+    /// Counted once per broadcast: the fan-out loop stays lean.
+    private func countDelivered(_ delivered: Int, of frame: Frame) {
         counters.deliveries += delivered
         counters.framesOut += delivered
         counters.bytesOut += delivered * frame.count

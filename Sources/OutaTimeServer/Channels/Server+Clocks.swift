@@ -47,43 +47,26 @@ extension Server {
            progress.due(progress.done + 1, every: series.intervalMs) <= now {
             let newest = (now - progress.base) / series.intervalMs
             let first = series.catchUp == .everyTick ? progress.done + 1 : newest
-            let before = progress.done
             for k in first...newest {
                 progress.done = k
                 channel.ticks = progress
-                playTick(k, of: channel, due: progress.due(k, every: series.intervalMs))
+                playTick(of: channel, due: progress.due(k, every: series.intervalMs))
                 // A tick may end the series (the DeLorean reaching 88 mph).
                 if series.catchUp == .everyTick, channel.state.clockPlan(tickIntervals).ticks == nil { break }
-            }
-            if let every = series.storeEveryTicks,
-               (progress.done + channel.spread) / every != (before + channel.spread) / every {
-                storeLiveValues(of: channel)
             }
         }
         replanClock(channel)
     }
 
-    /// Tick `k` of `channel`'s series, due at loop time `due`: its push to
+    /// The tick of `channel`'s series due at loop time `due`: its push to
     /// the watchers and its events to storage.
-    private func playTick(_ k: UInt64, of channel: Channel, due: UInt64) {
+    private func playTick(of channel: Channel, due: UInt64) {
         let outcome = channel.state.tick(at: clock.date(atLoopMilliseconds: due))
         if let push = outcome.push {
             counters.countTick(due: due, now: Loop.hrtime / 1_000_000)
             broadcastTick(push, to: channel.key)
         }
         commitSystemEvents(outcome.events, on: channel)
-    }
-
-    /// Saves the channel's live values (a running countdown's remaining
-    /// time) without an event, bounding what a crash loses.
-    private func storeLiveValues(of channel: Channel) {
-        // The saved state is as of the channel's seq: its open batch must
-        // reach the writer first.
-        if channel.pipeline.hasOpenBatch { submitOpenBatches() }
-        let state = channel.state
-        let time = clock.now
-        submit([.saveState(channel: channel.key, state: JSONText(deferred: { state.storedText(at: time) }))],
-               for: .liveValues(channel))
     }
 
     /// A session stopped watching `key`: what it viewed may pause.

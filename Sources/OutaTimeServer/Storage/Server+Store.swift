@@ -9,9 +9,6 @@ enum PendingWrite {
     case creation(Channel)
     /// The channel's oldest batch in flight (``CommitPipeline``).
     case events(Channel)
-    /// Live values saved without an event (a running countdown's remaining
-    /// time): nothing waits for them.
-    case liveValues(Channel)
     /// The server's own values (``Server/recordAlive()``).
     case meta
 }
@@ -35,7 +32,7 @@ extension Server {
             switch purpose {
             case .creation(let channel): creationCommitted(channel, failure: commit.error)
             case .events(let channel): eventsCommitted(on: channel, failure: commit.error)
-            case .liveValues, .meta: break
+            case .meta: break
             }
         }
         if case .draining = phase { checkDrained() }
