@@ -20,17 +20,72 @@ public struct ActionContext: Sendable, Equatable {
 }
 
 /// A durable change: stored, numbered (`seq`) and broadcast as an `event` push.
+///
+/// An event a kind makes (``init(_:encoding:)``) is encoded once, from the
+/// kind's typed event, when it is made: ``json`` is the text the store
+/// keeps and every `event` push carries. An event read back (from the
+/// store, or from a push by a client) holds the parsed ``data`` instead.
+/// Either form gives the other on demand; two events are equal when their
+/// names and data values are.
 public struct DomainEvent: Sendable, Equatable {
     /// The event name, e.g. `destination_set`.
-    public var name: String
-    /// The event's data object.
-    public var data: JSONValue
+    public let name: String
+    private let body: Body
 
-    /// Creates an event.
+    private enum Body: Sendable {
+        case encoded(RawJSON)
+        case value(JSONValue)
+    }
+
+    /// An event made from a typed payload, encoded now, once. A payload that
+    /// cannot be encoded (a NaN, which no kind's payload holds) becomes `{}`.
+    public init<Payload: JSONWritable & Sendable>(_ name: String, encoding payload: Payload) {
+        self.name = name
+        body = .encoded((try? RawJSON(encoding: payload)) ?? RawJSON(validJSON: "{}"))
+    }
+
+    /// An event read back, or written by hand in a test.
     public init(_ name: String, _ data: JSONValue = .object([:])) {
         self.name = name
-        self.data = data
+        body = .value(data)
     }
+
+    /// The event's data object as a value (parsed, for an event made by a kind).
+    public var data: JSONValue {
+        switch body {
+        case .encoded(let json): (try? json.value()) ?? .object([:])
+        case .value(let value): value
+        }
+    }
+
+    /// The event's data as JSON text: for an event made by a kind, the text
+    /// encoded when it was made.
+    public var json: RawJSON {
+        switch body {
+        case .encoded(let json): json
+        case .value(let value): (try? RawJSON(encoding: value)) ?? RawJSON(validJSON: "{}")
+        }
+    }
+
+    public static func == (lhs: DomainEvent, rhs: DomainEvent) -> Bool {
+        lhs.name == rhs.name && lhs.data == rhs.data
+    }
+}
+
+/// An event payload without fields: `{}`.
+public struct EmptyEventData: JSONWritable, Sendable {
+    /// The payload.
+    public init() {}
+
+    /// Writes nothing: the encoder writes `{}`.
+    public func writeFields(to fields: inout JSONFields) {}
+
+    /// Writes an empty object.
+    public func encode(to encoder: any Encoder) throws {
+        _ = encoder.container(keyedBy: NoKeys.self)
+    }
+
+    private enum NoKeys: CodingKey {}
 }
 
 /// What an action produced: the reply's `result` and the durable events

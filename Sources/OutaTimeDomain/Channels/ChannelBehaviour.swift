@@ -32,8 +32,10 @@ public protocol ChannelBehaviour: Sendable, Codable {
     /// after a restart, client-side recovery).
     mutating func apply(_ event: DomainEvent, at time: Date)
 
-    /// The `state` sent to clients, with live values as of `now`.
-    func snapshot(at now: Date) -> JSONValue
+    /// The `state` sent to clients, with live values as of `now`, typed:
+    /// the server encodes it straight into the `subscribe` or `get` reply
+    /// (``snapshot(at:)`` gives the same as a value).
+    func wireState(at now: Date) -> any Encodable & Sendable
 
     // MARK: Time
 
@@ -81,6 +83,16 @@ public protocol ChannelBehaviour: Sendable, Codable {
 }
 
 extension ChannelBehaviour {
+    /// The `state` sent to clients at `now` as a value (clients, tests):
+    /// ``wireState(at:)`` encoded and read back.
+    public func snapshot(at now: Date) -> JSONValue {
+        let state = wireState(at: now)
+        guard let value = try? RawJSON(encoding: state).value() else {
+            preconditionFailure("a channel state did not encode as JSON: \(state)")
+        }
+        return value
+    }
+
     /// No viewer actions.
     public static var viewerActions: Set<String> { [] }
 

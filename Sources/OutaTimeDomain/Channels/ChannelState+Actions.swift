@@ -63,6 +63,11 @@ extension ChannelState {
         behaviour.snapshot(at: now)
     }
 
+    /// The `state` sent to clients at `now`, typed (see ``ChannelBehaviour/wireState(at:)``).
+    public func wireState(at now: Date) -> any Encodable & Sendable {
+        behaviour.wireState(at: now)
+    }
+
     /// The text the store keeps: live values baked in as of `now` (a running
     /// countdown's remaining time, for instance).
     public func storedText(at now: Date) -> String {

@@ -6,7 +6,7 @@ import OutaTimeProtocol
 /// `perform`, `accelerate` and `recoverAfterRestart` build these, and
 /// ``DeLoreanState/apply(_:at:)`` reads them back from ``DomainEvent``s, so
 /// the wire names and data keys are written in exactly one place.
-enum DeLoreanEvent: Sendable, Equatable {
+enum DeLoreanEvent: Sendable, Equatable, JSONPayload {
     /// `destination_set {destination_time}`.
     case destinationSet(destinationTime: String)
     /// `acceleration_started {}`: the car leaves the kerb at 0 mph.
@@ -19,23 +19,18 @@ enum DeLoreanEvent: Sendable, Equatable {
     /// The reason written when a restart finds the car accelerating.
     static let serverRestart = "server_restart"
 
-    /// The wire form.
-    var domainEvent: DomainEvent {
+    /// The event's name on the wire.
+    var name: String {
         switch self {
-        case .destinationSet(let destination):
-            DomainEvent("destination_set", .object(["destination_time": .string(destination)]))
-        case .accelerationStarted:
-            DomainEvent("acceleration_started")
-        case .timeTravel(let lastDeparted, let presentTime):
-            DomainEvent("time_travel", .object([
-                "last_departed": .string(lastDeparted),
-                "present_time": .string(presentTime),
-                "speed_mph": .int(0),
-            ]))
-        case .accelerationAborted(let reason):
-            DomainEvent("acceleration_aborted", .object(["reason": .string(reason)]))
+        case .destinationSet: "destination_set"
+        case .accelerationStarted: "acceleration_started"
+        case .timeTravel: "time_travel"
+        case .accelerationAborted: "acceleration_aborted"
         }
     }
+
+    /// The event, its data encoded once.
+    var domainEvent: DomainEvent { DomainEvent(name, encoding: self) }
 
     /// Reads a wire event; nil for a name this kind does not have or data
     /// missing a key that `apply` needs.
@@ -60,6 +55,24 @@ enum DeLoreanEvent: Sendable, Equatable {
     private static func string(_ data: JSONValue, _ key: String) -> String? {
         guard case .object(let fields) = data, case .string(let text)? = fields[key] else { return nil }
         return text
+    }
+}
+
+extension DeLoreanEvent {
+    /// The data object, as `init?(_:)` reads it.
+    func writeFields(to fields: inout JSONFields) {
+        switch self {
+        case .destinationSet(let destination):
+            fields.write("destination_time", destination)
+        case .accelerationStarted:
+            break
+        case .timeTravel(let lastDeparted, let presentTime):
+            fields.write("last_departed", lastDeparted)
+            fields.write("present_time", presentTime)
+            fields.write("speed_mph", 0)
+        case .accelerationAborted(let reason):
+            fields.write("reason", reason)
+        }
     }
 }
 

@@ -30,14 +30,13 @@ extension DeLoreanState: ChannelBehaviour {
         // Validation is over: nothing below throws, so a failed action has
         // left the state untouched.
         let applied = record(events)
-        return ActionOutcome(result: snapshot(at: context.now), events: applied)
+        return ActionOutcome(reply: self, events: applied)
     }
 
-    /// The state as sent to clients. A DeLorean has no live values between
-    /// ticks (speed is what the last tick made it), so `now` is not used.
-    public func snapshot(at now: Date) -> JSONValue {
-        ChannelState.delorean(self).json()
-    }
+    /// The state as sent to clients: the state itself. A DeLorean has no
+    /// live values between ticks (speed is what the last tick made it), so
+    /// `now` is not used.
+    public func wireState(at now: Date) -> any Encodable & Sendable { self }
 
     /// Whether the scheduler should keep calling ``accelerate(at:)``.
     public var isAccelerating: Bool { status == .accelerating }

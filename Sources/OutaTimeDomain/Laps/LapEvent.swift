@@ -7,7 +7,7 @@ import OutaTimeProtocol
 /// measured), never "add this much": a client that applies it to any earlier
 /// snapshot reaches the server's state, however long ago that snapshot was
 /// taken. Moments are ISO 8601 with milliseconds (``MillisecondTime``).
-enum LapEvent: Sendable, Equatable {
+enum LapEvent: Sendable, Equatable, JSONPayload {
     /// `started {running_since, lap_number, lap_elapsed_ms, total_elapsed_ms}`:
     /// running from `running_since` with the times it had then.
     case started(runningSince: String, lapNumber: Int, lapElapsedMS: Int, totalElapsedMS: Int)
@@ -21,27 +21,41 @@ enum LapEvent: Sendable, Equatable {
     /// `reset {}`: back to the idle stopwatch with no laps.
     case reset
 
-    /// The wire form.
-    var domainEvent: DomainEvent {
+    /// The event's name on the wire.
+    var name: String {
+        switch self {
+        case .started: "started"
+        case .stopped: "stopped"
+        case .lapCompleted: "lap_completed"
+        case .reset: "reset"
+        }
+    }
+
+    /// The event, its data encoded once.
+    var domainEvent: DomainEvent { DomainEvent(name, encoding: self) }
+
+    /// The data object, as `init?(_:)` reads it.
+    func writeFields(to fields: inout JSONFields) {
         switch self {
         case .started(let since, let lapNumber, let lapMS, let totalMS):
-            DomainEvent("started", .object([
-                "running_since": .string(since), "lap_number": Self.int(lapNumber),
-                "lap_elapsed_ms": Self.int(lapMS), "total_elapsed_ms": Self.int(totalMS),
-            ]))
+            fields.write("running_since", since)
+            fields.write("lap_number", lapNumber)
+            fields.write("lap_elapsed_ms", lapMS)
+            fields.write("total_elapsed_ms", totalMS)
         case .stopped(let lapMS, let totalMS):
-            DomainEvent("stopped", .object([
-                "lap_elapsed_ms": Self.int(lapMS), "total_elapsed_ms": Self.int(totalMS),
-            ]))
+            fields.write("lap_elapsed_ms", lapMS)
+            fields.write("total_elapsed_ms", totalMS)
         case .lapCompleted(let lap, let statistics, let lapNumber, let totalMS, let completedAt):
-            DomainEvent("lap_completed", .object([
-                "lap": Self.int(lap.lap), "time_ms": Self.int(lap.timeMS),
-                "average_lap_ms": Self.int(statistics.averageMS), "best_lap_ms": Self.int(statistics.bestMS),
-                "worst_lap_ms": Self.int(statistics.worstMS), "lap_number": Self.int(lapNumber),
-                "total_elapsed_ms": Self.int(totalMS), "completed_at": .string(completedAt),
-            ]))
+            fields.write("lap", lap.lap)
+            fields.write("time_ms", lap.timeMS)
+            fields.write("average_lap_ms", statistics.averageMS)
+            fields.write("best_lap_ms", statistics.bestMS)
+            fields.write("worst_lap_ms", statistics.worstMS)
+            fields.write("lap_number", lapNumber)
+            fields.write("total_elapsed_ms", totalMS)
+            fields.write("completed_at", completedAt)
         case .reset:
-            DomainEvent("reset")
+            break
         }
     }
 
@@ -77,8 +91,6 @@ enum LapEvent: Sendable, Equatable {
             return nil
         }
     }
-
-    private static func int(_ number: Int) -> JSONValue { .int(Int64(number)) }
 }
 
 /// Event sourcing for the lap stopwatch: every durable change is an event

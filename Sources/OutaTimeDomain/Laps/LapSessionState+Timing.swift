@@ -18,8 +18,8 @@ extension LapSessionState {
     /// millisecond) and, while running, `elapsed_as_of` = `now`, so a client
     /// can keep the display moving between ticks, and a snapshot read back
     /// with `init(json:)` is an equivalent stopwatch.
-    public func snapshot(at now: Date) -> JSONValue {
-        ChannelState.laps(measured(at: MillisecondTime.milliseconds(now))).json()
+    public func wireState(at now: Date) -> any Encodable & Sendable {
+        measured(at: MillisecondTime.milliseconds(now))
     }
 
     /// The tick broadcast every tick interval while running:

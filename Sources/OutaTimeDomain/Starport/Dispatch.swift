@@ -90,6 +90,22 @@ public struct Dispatch: Sendable, Equatable, Codable, Identifiable {
     }
 }
 
+extension Dispatch: JSONWritable {
+    /// The fields of `encode(to:)`, in its order, written directly.
+    public func writeFields(to fields: inout JSONFields) {
+        fields.write("id", id)
+        fields.write("model", model)
+        fields.write("path", path)
+        fields.write("distance_km", distanceKM)
+        fields.write("duration_s", durationS)
+        fields.write("departs_at", departsAt)
+        fields.write("arrives_at", arrivesAt)
+        fields.write("status", status.rawValue)
+        fields.write("created_by", createdBy)
+        fields.write("note", note)
+    }
+}
+
 /// Making a dispatch from a quote, and its JSON form for events and
 /// snapshots (the same keys and nulls as the Codable form above).
 extension Dispatch {

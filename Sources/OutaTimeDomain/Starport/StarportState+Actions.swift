@@ -61,9 +61,8 @@ extension StarportState: ChannelBehaviour {
         let dispatch = Dispatch(
             id: nextID, quote: quote, departsAt: departsAt,
             createdBy: context.actor.isEmpty ? nil : context.actor, note: note)
-        let event = Self.dispatched(dispatch)
-        apply(event, at: context.now)
-        return ActionOutcome(result: dispatch.json, events: [event])
+        let event = record(.dispatched(dispatch))
+        return ActionOutcome(reply: dispatch, events: [event])
     }
 
     /// `cancel {id}`: a scheduled or in-flight dispatch becomes cancelled;
@@ -84,9 +83,8 @@ extension StarportState: ChannelBehaviour {
             throw ProtocolError(.conflict,
                 "dispatch \(id) is already cancelled; only scheduled or in-flight dispatches can be cancelled")
         case .scheduled, .inFlight:
-            let event = Self.cancelled(id: id)
-            apply(event, at: context.now)
-            return ActionOutcome(result: board[index].json, events: [event])
+            let event = record(.cancelled(id: id))
+            return ActionOutcome(reply: board[index], events: [event])
         }
     }
 

@@ -27,9 +27,7 @@ extension StarportState {
         // The top is always a change still ahead: applying it makes the
         // entry stale, and `apply` drops it.
         while let change = pending.first, change.at <= now {
-            let event = Self.statusChanged(Dispatch.StatusChange(id: change.id, status: change.status, at: change.at))
-            apply(event, at: now)
-            events.append(event)
+            events.append(record(.statusChanged(Dispatch.StatusChange(id: change.id, status: change.status, at: change.at))))
             if pending.first == change { pending.removeFirst() }
         }
         return events

@@ -169,6 +169,27 @@ extension CountdownTimer {
         ])
     }
 
+    /// The timer as clients see it at `now`, typed: the fields and order of
+    /// ``json(at:)`` (a reply, a snapshot), written without a tree.
+    public func view(at now: Date) -> View { View(timer: self, now: now) }
+
+    /// A timer's wire form at a moment (``view(at:)``).
+    public struct View: JSONPayload {
+        let timer: CountdownTimer
+        let now: Date
+
+        /// `{id, event, location, remaining_s, status, viewers}`, with the
+        /// live `remaining_s`.
+        public func writeFields(to fields: inout JSONFields) {
+            fields.write("id", timer.id)
+            fields.write("event", timer.event)
+            fields.write("location", timer.location)
+            fields.write("remaining_s", timer.remaining(at: now))
+            fields.write("status", timer.status.rawValue)
+            fields.write("viewers", timer.viewers)
+        }
+    }
+
     /// Reads a timer from its wire form (as in `timer_added` data); nil when
     /// a key is missing or has the wrong type. Runtime fields start empty.
     init?(json: JSONValue) {

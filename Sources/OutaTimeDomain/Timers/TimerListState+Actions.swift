@@ -43,9 +43,8 @@ extension TimerListState: ChannelBehaviour {
         // 0 left means the moment has come: finished, like an `at` in the past.
         let timer = CountdownTimer(id: nextID, event: event, location: location, remainingS: remaining,
                                    status: remaining == 0 ? .finished : .stopped)
-        let added = record(DomainEvent(EventName.timerAdded.rawValue, .object(["timer": timer.json(at: context.now)])),
-                           at: context.now)
-        return ActionOutcome(result: timer.json(at: context.now), events: [added])
+        let added = record(.added(timer), at: context.now)
+        return ActionOutcome(reply: timer.view(at: context.now), events: [added])
     }
 
     private mutating func update(_ args: ActionArgs, _ context: ActionContext) throws(ProtocolError) -> ActionOutcome {
@@ -77,14 +76,13 @@ extension TimerListState: ChannelBehaviour {
             }
         }
         if timer.status == .finished { timer.viewers = 0 }
-        let data = JSONValue.object(["timer": timer.json(at: context.now), "fields": .array(fields.map(JSONValue.string))])
-        let updated = record(DomainEvent(EventName.timerUpdated.rawValue, data), at: context.now)
-        return ActionOutcome(result: list[position].json(at: context.now), events: [updated])
+        let updated = record(.updated(timer, fields: fields), at: context.now)
+        return ActionOutcome(reply: list[position].view(at: context.now), events: [updated])
     }
 
     private mutating func remove(_ args: ActionArgs, _ context: ActionContext) throws(ProtocolError) -> ActionOutcome {
         let id = list[try existingTimer(args)].id
-        let removed = record(DomainEvent(EventName.timerRemoved.rawValue, .object(["id": .int(Int64(id))])), at: context.now)
+        let removed = record(.removed(id: id), at: context.now)
         return ActionOutcome(result: .object(["id": .int(Int64(id))]), events: [removed])
     }
 
@@ -148,13 +146,13 @@ extension TimerListState {
                 "timer \(timer.id) has finished and cannot be started; give it a new 'remaining_s' or 'at' with update first")
         }
         guard addViewer(context.session, at: position) else {
-            return ActionOutcome(result: timer.json(at: context.now))
+            return ActionOutcome(reply: timer.view(at: context.now))
         }
         var events: [DomainEvent] = []
         if timer.status == .stopped {
             events.append(record(Self.started(timer, at: context.now), at: context.now))
         }
-        return ActionOutcome(result: list[position].json(at: context.now), events: events)
+        return ActionOutcome(reply: list[position].view(at: context.now), events: events)
     }
 
     /// `stop {id}`: the caller stops viewing. When the last viewer leaves,
@@ -164,7 +162,7 @@ extension TimerListState {
     mutating func stop(_ args: ActionArgs, _ context: ActionContext) throws(ProtocolError) -> ActionOutcome {
         let position = try existingTimer(args)
         let events = leave(position, session: context.session, at: context.now)
-        return ActionOutcome(result: list[position].json(at: context.now), events: events)
+        return ActionOutcome(reply: list[position].view(at: context.now), events: events)
     }
 
     /// The session unsubscribed from the list or disconnected: it stops

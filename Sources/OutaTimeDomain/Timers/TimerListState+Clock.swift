@@ -14,12 +14,21 @@ import OutaTimeProtocol
 extension TimerListState {
     /// The state clients see at `now` (`get`, `subscribe`): every timer with
     /// its live `remaining_s`. Same shape and keys as the stored form.
-    public func snapshot(at now: Date) -> JSONValue {
-        var fields: [String: JSONValue] = ["timers": .array(list.map { $0.json(at: now) })]
-        if nextID != Self.impliedNextID(list) {
-            fields[CodingKeys.nextID.stringValue] = .int(Int64(nextID))
+    public func wireState(at now: Date) -> any Encodable & Sendable {
+        Snapshot(timers: list.map { $0.view(at: now) },
+                 nextID: nextID != Self.impliedNextID(list) ? nextID : nil)
+    }
+
+    /// The `state` of a timer list as clients see it (``wireState(at:)``).
+    struct Snapshot: JSONPayload {
+        let timers: [CountdownTimer.View]
+        let nextID: Int?
+
+        /// `timers`, and `next_id` only when it is not implied.
+        func writeFields(to fields: inout JSONFields) throws {
+            try fields.write("timers", timers)
+            if let nextID { fields.write("next_id", nextID) }
         }
-        return .object(fields)
     }
 
     /// A copy to store: each running timer's `remainingS` is its live value
@@ -57,7 +66,7 @@ extension TimerListState {
         // The top is always a running countdown's deadline: finishing it
         // makes the entry stale, and `record` drops it.
         while let due = deadlines.first, due.at <= now {
-            events.append(record(Self.finished(id: due.id), at: due.at))
+            events.append(record(.finished(id: due.id), at: due.at))
             if deadlines.first == due { deadlines.removeFirst() }
         }
         return events

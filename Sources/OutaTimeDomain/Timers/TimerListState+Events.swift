@@ -30,38 +30,38 @@ extension TimerListState {
         case timerFinished = "timer_finished"
     }
 
-    /// Applies one event that happened at `at`. Events this type did not
-    /// write (an unknown name, malformed data, an id no longer present) are
-    /// ignored: history is replayed as it is, and a newer server's events
-    /// must not break an older client.
+    /// Applies one event read back (a replay, a client's copy) that happened
+    /// at `at`. Events this type did not write (an unknown name, malformed
+    /// data, an id no longer present) are ignored: history is replayed as it
+    /// is, and a newer server's events must not break an older client.
     public mutating func apply(_ event: DomainEvent, at: Date) {
-        guard let name = EventName(rawValue: event.name) else { return }
-        applyData(name, TimerJSON.fields(event.data), at: at)
+        guard let event = TimerEvent(event) else { return }
+        apply(event, at: at)
+    }
+
+    /// Applies a typed event; then cleans the heaps once.
+    mutating func apply(_ event: TimerEvent, at: Date) {
+        applyChange(event, at: at)
         dropStaleMoments()
     }
 
-    /// The change itself; `apply` then cleans the heaps once.
-    private mutating func applyData(_ name: EventName, _ data: [String: JSONValue], at: Date) {
-        switch name {
-        case .timerAdded:
-            guard let timerJSON = data["timer"], let timer = CountdownTimer(json: timerJSON),
-                  index(of: timer.id) == nil else { return }
+    /// The change itself.
+    private mutating func applyChange(_ event: TimerEvent, at: Date) {
+        switch event {
+        case .added(let timer):
+            guard index(of: timer.id) == nil else { return }
             var added = timer
             if added.status == .running {
                 added.countdown = .init(since: at, remainingS: added.remainingS)
             }
             appendTimer(added)
             nextID = max(nextID, timer.id + 1)
-        case .timerUpdated:
-            guard let timerJSON = data["timer"], let new = CountdownTimer(json: timerJSON) else { return }
-            let fields = TimerJSON.strings(data["fields"]).map(Set.init)
-            update(id: new.id) { $0.applyUpdate(from: new, fields: fields, at: at) }
-        case .timerRemoved:
-            guard let id = TimerJSON.int(data["id"]) else { return }
+        case .updated(let new, let fields):
+            update(id: new.id) { $0.applyUpdate(from: new, fields: fields.map(Set.init), at: at) }
+        case .removed(let id):
             // A loop for a list read from elsewhere that repeats the id.
             while let position = index(of: id) { removeTimer(at: position) }
-        case .timerStarted:
-            guard let id = TimerJSON.int(data["id"]), let remaining = TimerJSON.int(data["remaining_s"]) else { return }
+        case .started(let id, let remaining):
             update(id: id) { timer in
                 timer.status = .running
                 timer.remainingS = remaining
@@ -69,16 +69,14 @@ extension TimerListState {
                 // A client's copy learns of its first viewer here.
                 timer.takeViewerCount(max(timer.viewers, 1))
             }
-        case .timerStopped:
-            guard let id = TimerJSON.int(data["id"]), let remaining = TimerJSON.int(data["remaining_s"]) else { return }
+        case .stopped(let id, let remaining):
             update(id: id) { timer in
                 timer.status = .stopped
                 timer.remainingS = remaining
                 timer.countdown = nil
                 timer.clearViewers()
             }
-        case .timerFinished:
-            guard let id = TimerJSON.int(data["id"]) else { return }
+        case .finished(let id):
             update(id: id) { $0.finish() }
         }
     }
@@ -89,48 +87,105 @@ extension TimerListState {
         changeTimer(at: position, change)
     }
 
-    /// `timer_started {id, remaining_s}` for `timer` starting at `now`.
-    static func started(_ timer: CountdownTimer, at now: Date) -> DomainEvent {
-        DomainEvent(EventName.timerStarted.rawValue, .object([
-            "id": .int(Int64(timer.id)),
-            "remaining_s": .int(Int64(timer.remaining(at: now))),
-        ]))
-    }
-
-    /// `timer_stopped {id, remaining_s}` for `timer` pausing at `now`.
-    static func stopped(_ timer: CountdownTimer, at now: Date) -> DomainEvent {
-        stopped(id: timer.id, remainingS: timer.remaining(at: now))
-    }
-
-    /// `timer_stopped {id, remaining_s}`.
-    static func stopped(id: Int, remainingS: Int) -> DomainEvent {
-        DomainEvent(EventName.timerStopped.rawValue, .object([
-            "id": .int(Int64(id)),
-            "remaining_s": .int(Int64(remainingS)),
-        ]))
+    /// `timer_started` for `timer` starting at `now`.
+    static func started(_ timer: CountdownTimer, at now: Date) -> TimerEvent {
+        .started(id: timer.id, remainingS: timer.remaining(at: now))
     }
 
     /// The event for a running timer that loses its last viewer at `now`:
     /// `timer_stopped`, or `timer_finished` when it is already at 0 (due, but
     /// not yet advanced), because a timer paused at 0 could only finish later.
-    static func paused(_ timer: CountdownTimer, at now: Date) -> DomainEvent {
+    static func paused(_ timer: CountdownTimer, at now: Date) -> TimerEvent {
         paused(id: timer.id, remainingS: timer.remaining(at: now))
     }
 
     /// `timer_stopped` at `remainingS`, or `timer_finished` at 0.
-    static func paused(id: Int, remainingS: Int) -> DomainEvent {
-        remainingS == 0 ? finished(id: id) : stopped(id: id, remainingS: remainingS)
+    static func paused(id: Int, remainingS: Int) -> TimerEvent {
+        remainingS == 0 ? .finished(id: id) : .stopped(id: id, remainingS: remainingS)
     }
 
-    /// `timer_finished {id}`.
-    static func finished(id: Int) -> DomainEvent {
-        DomainEvent(EventName.timerFinished.rawValue, .object(["id": .int(Int64(id))]))
-    }
-
-    /// Applies `event` at `at` and returns it, so builders read as one step.
-    mutating func record(_ event: DomainEvent, at: Date) -> DomainEvent {
+    /// Applies `event` at `at` and returns it, its data encoded once, so
+    /// builders read as one step.
+    mutating func record(_ event: TimerEvent, at: Date) -> DomainEvent {
         apply(event, at: at)
-        return event
+        return event.domainEvent
+    }
+}
+
+/// A timer list's events, typed: ``TimerListState/record(_:at:)`` applies
+/// one and encodes its data once; ``init(_:)`` reads one back.
+enum TimerEvent: Sendable, Equatable, JSONPayload {
+    /// `timer_added {timer}`: the new timer's whole wire form (never running).
+    case added(CountdownTimer)
+    /// `timer_updated {timer, fields}`: the timer after the update, frozen
+    /// at the moment of the event, and which fields the update set (nil:
+    /// an event without the list, read as "everything").
+    case updated(CountdownTimer, fields: [String]?)
+    /// `timer_removed {id}`.
+    case removed(id: Int)
+    /// `timer_started {id, remaining_s}`.
+    case started(id: Int, remainingS: Int)
+    /// `timer_stopped {id, remaining_s}`.
+    case stopped(id: Int, remainingS: Int)
+    /// `timer_finished {id}`.
+    case finished(id: Int)
+
+    /// The event's name.
+    var name: TimerListState.EventName {
+        switch self {
+        case .added: .timerAdded
+        case .updated: .timerUpdated
+        case .removed: .timerRemoved
+        case .started: .timerStarted
+        case .stopped: .timerStopped
+        case .finished: .timerFinished
+        }
+    }
+
+    /// The event, its data encoded once.
+    var domainEvent: DomainEvent { DomainEvent(name.rawValue, encoding: self) }
+
+    /// The data object, as ``init(_:)`` reads it. A timer is written in its
+    /// wire form, which for a timer without a running countdown (every
+    /// timer an event carries) is its stored form.
+    func writeFields(to fields: inout JSONFields) throws {
+        switch self {
+        case .added(let timer):
+            try fields.write("timer", timer)
+        case .updated(let timer, let names):
+            try fields.write("timer", timer)
+            if let names { try fields.write("fields", names) }
+        case .removed(let id), .finished(let id):
+            fields.write("id", id)
+        case .started(let id, let remaining), .stopped(let id, let remaining):
+            fields.write("id", id)
+            fields.write("remaining_s", remaining)
+        }
+    }
+
+    /// Reads an event; nil for a name this kind does not have or data it
+    /// cannot use.
+    init?(_ event: DomainEvent) {
+        guard let name = TimerListState.EventName(rawValue: event.name) else { return nil }
+        let data = TimerJSON.fields(event.data)
+        func id() -> Int? { TimerJSON.int(data["id"]) }
+        switch name {
+        case .timerAdded:
+            guard let json = data["timer"], let timer = CountdownTimer(json: json) else { return nil }
+            self = .added(timer)
+        case .timerUpdated:
+            guard let json = data["timer"], let timer = CountdownTimer(json: json) else { return nil }
+            self = .updated(timer, fields: TimerJSON.strings(data["fields"]))
+        case .timerRemoved:
+            guard let id = id() else { return nil }
+            self = .removed(id: id)
+        case .timerStarted, .timerStopped:
+            guard let id = id(), let remaining = TimerJSON.int(data["remaining_s"]) else { return nil }
+            self = name == .timerStarted ? .started(id: id, remainingS: remaining) : .stopped(id: id, remainingS: remaining)
+        case .timerFinished:
+            guard let id = id() else { return nil }
+            self = .finished(id: id)
+        }
     }
 }
 

@@ -204,7 +204,7 @@ final class JSONByteWriter {
     }
 
     /// Writes `value` if it is a `String`, `Int`, `Int64`, `Bool`, an
-    /// optional of one of those, a `JSONValue` or a `RequestID`; false for anything else
+    /// optional of one of those, a `JSONValue`, a `RawJSON` (verbatim) or a `RequestID`; false for anything else
     /// (then a ``JSONWritable`` writes its own fields, and the rest goes
     /// through `Codable`).
     @inline(__always)
@@ -219,6 +219,8 @@ final class JSONByteWriter {
             writeBool(unsafeBitCast(value, to: Bool.self))
         } else if T.self == JSONValue.self {
             try writeJSON(unsafeBitCast(value, to: JSONValue.self))
+        } else if T.self == RawJSON.self {
+            writeVerbatim(unsafeBitCast(value, to: RawJSON.self).text)
         } else if T.self == RequestID.self {
             switch unsafeBitCast(value, to: RequestID.self) {
             case .int(let number): writeInteger(number)
@@ -317,6 +319,12 @@ final class JSONByteWriter {
     /// Appends `text` as it is (JSON syntax, or a key known to need no escaping).
     func writeRaw(_ text: StaticString) {
         text.withUTF8Buffer { state.pointee.bytes.append(contentsOf: UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Appends `text`, already JSON (a ``RawJSON``), as it is.
+    func writeVerbatim(_ text: String) {
+        var text = text
+        text.withUTF8 { state.pointee.bytes.append(contentsOf: UnsafeRawBufferPointer($0)) }
     }
 
     /// Starts the next member of the object at `depth` with a key that

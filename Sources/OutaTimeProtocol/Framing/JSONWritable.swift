@@ -84,3 +84,18 @@ public struct JSONFields {
         }
     }
 }
+
+/// A ``JSONWritable`` whose fields are its only definition: its `Encodable`
+/// form (for Foundation's encoder and other non-compact encoders) is the
+/// JSON its ``JSONWritable/writeFields(to:)`` writes, so the two cannot
+/// drift apart. Event payloads are such types: the server only ever writes
+/// them through ``CompactJSONEncoder``.
+public protocol JSONPayload: JSONWritable, Sendable {}
+
+extension JSONPayload {
+    /// The value ``writeFields(to:)`` writes, through `JSONValue`.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(try RawJSON(encoding: self).value())
+    }
+}

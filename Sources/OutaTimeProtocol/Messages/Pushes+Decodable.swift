@@ -63,7 +63,7 @@ extension PresencePush: Decodable {
     }
 }
 
-extension EventPush: Decodable {
+extension EventMessage: Decodable where Data == JSONValue {
     /// Reads `{"type":"event","channel":C,"seq":S,"event":…,"data":{…},"at":…}`.
     /// `data` is the kind's payload as a ``JSONValue``.
     ///

@@ -182,7 +182,11 @@ public struct PresencePush: Encodable, Sendable, Hashable {
 
 /// A committed durable change:
 /// `{"type":"event","channel":C,"seq":S,"event":…,"data":{…},"at":…}`.
-public struct EventPush: Encodable, Sendable, Hashable, JSONWritable {
+///
+/// Clients read it as ``EventPush`` (`data` a ``JSONValue``); the server
+/// sends `EventMessage<RawJSON>`, the event's data as encoded once when the
+/// event was made (the same text the store keeps).
+public struct EventMessage<Data: Encodable & Sendable>: Encodable, Sendable, JSONWritable {
     /// The push's `type` on the wire.
     public static var wireType: String { "event" }
 
@@ -193,12 +197,12 @@ public struct EventPush: Encodable, Sendable, Hashable, JSONWritable {
     /// The event name, e.g. `departed`.
     public let event: String
     /// The event's payload.
-    public let data: JSONValue
+    public let data: Data
     /// When it happened, ISO 8601 UTC (see ``ISOTime``).
     public let at: String
 
     /// Creates the push.
-    public init(channel: String, seq: Int64, event: String, data: JSONValue, at: String) {
+    public init(channel: String, seq: Int64, event: String, data: Data, at: String) {
         self.channel = channel
         self.seq = seq
         self.event = event
@@ -231,6 +235,14 @@ public struct EventPush: Encodable, Sendable, Hashable, JSONWritable {
         fields.write("at", at)
     }
 }
+
+extension EventMessage: Equatable where Data: Equatable {}
+
+extension EventMessage: Hashable where Data: Hashable {}
+
+/// An `event` push as clients read it: `data` is the kind's payload as a
+/// ``JSONValue``.
+public typealias EventPush = EventMessage<JSONValue>
 
 /// Ephemeral progress, never stored and without seq:
 /// `{"type":"tick","channel":C,"data":{…}}`.

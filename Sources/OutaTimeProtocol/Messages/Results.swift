@@ -116,7 +116,11 @@ public struct HistoryEvent: Codable, Sendable, Hashable {
 
 /// `subscribe`: the channel, its watchers, and either a full `state` or
 /// (after `since`) `recovered: true` with the missed `events` (§3).
-public struct SubscribeResult: Codable, Sendable, Hashable {
+///
+/// Clients read it as ``SubscribeResult`` (`state` a ``JSONValue``); the
+/// server sends `SubscribeReply<RawJSON>`, the state encoded from the kind's
+/// typed snapshot without a tree in between.
+public struct SubscribeReply<State: Codable & Sendable & Hashable>: Codable, Sendable, Hashable {
     /// The channel, in its `kind/name` form.
     public let channel: String
     /// The channel's kind.
@@ -131,7 +135,7 @@ public struct SubscribeResult: Codable, Sendable, Hashable {
     /// do not send it.
     public let watcherCount: Int?
     /// The full state; nil (left out) when recovered by events.
-    public let state: JSONValue?
+    public let state: State?
     /// Set only when the request had `since`: whether `events` replace `state`.
     public let recovered: Bool?
     /// The events after `since`, in order; only when recovered.
@@ -145,7 +149,7 @@ public struct SubscribeResult: Codable, Sendable, Hashable {
         seq: Int64,
         watchers: [Watcher],
         watcherCount: Int? = nil,
-        state: JSONValue? = nil,
+        state: State? = nil,
         recovered: Bool? = nil,
         events: [HistoryEvent]? = nil
     ) {
@@ -165,8 +169,12 @@ public struct SubscribeResult: Codable, Sendable, Hashable {
     }
 }
 
-/// `get`: the channel's current state.
-public struct GetResult: Codable, Sendable, Hashable {
+/// A `subscribe` result as clients read it.
+public typealias SubscribeResult = SubscribeReply<JSONValue>
+
+/// `get`: the channel's current state. Clients read it as ``GetResult``;
+/// the server sends `GetReply<RawJSON>` (see ``SubscribeReply``).
+public struct GetReply<State: Codable & Sendable & Hashable>: Codable, Sendable, Hashable {
     /// The channel, in its `kind/name` form.
     public let channel: String
     /// The channel's kind.
@@ -174,10 +182,10 @@ public struct GetResult: Codable, Sendable, Hashable {
     /// The channel's seq.
     public let seq: Int64
     /// The full state.
-    public let state: JSONValue
+    public let state: State
 
     /// Creates the result.
-    public init(channel: String, kind: ChannelKind, seq: Int64, state: JSONValue) {
+    public init(channel: String, kind: ChannelKind, seq: Int64, state: State) {
         self.channel = channel
         self.kind = kind
         self.seq = seq
@@ -188,6 +196,9 @@ public struct GetResult: Codable, Sendable, Hashable {
         case channel, kind, seq, state
     }
 }
+
+/// A `get` result as clients read it.
+public typealias GetResult = GetReply<JSONValue>
 
 /// `history`: durable events after `after`, at most `limit`.
 public struct HistoryResult: Codable, Sendable, Hashable {

@@ -51,7 +51,7 @@ extension Server {
         let key = channel.key
         let records = batch.events.indices.map { index in
             EventRecord(channel: key, seq: batch.firstSeq + Int64(index), event: batch.events[index].name,
-                        data: Self.storedText(batch.events[index].data), at: batch.times[index])
+                        data: JSONText(batch.events[index].json.text), at: batch.times[index])
         }
         submit([.appendEvents(channel: key, seq: batch.lastSeq, state: stateText, events: records)],
                for: .events(channel))
@@ -69,12 +69,12 @@ extension Server {
             let batch = channel.pipeline.committed()
             counters.eventsCommitted += batch.events.count
             // Pushes are built only for a channel that has watchers now (a
-            // command's issuer often has none). The issuer gets its event
-            // before its reply.
+            // command's issuer often has none), around the data text the
+            // store got. The issuer gets its event before its reply.
             if subscriptions.subscriberCount(of: channel.key) > 0 {
                 for (offset, event) in batch.events.enumerated() {
-                    broadcast(EventPush(channel: channel.key, seq: batch.firstSeq + Int64(offset), event: event.name,
-                                        data: event.data, at: batch.times[offset]), to: channel.key)
+                    broadcast(EventMessage(channel: channel.key, seq: batch.firstSeq + Int64(offset), event: event.name,
+                                           data: event.json, at: batch.times[offset]), to: channel.key)
                 }
             }
             for reply in batch.replies { reply.session.fill(reply.slot, id: reply.id, reply.result) }
@@ -91,13 +91,6 @@ extension Server {
     /// Events with no request waiting (releases, clocks, restarts).
     func commitSystemEvents(_ events: [DomainEvent], on channel: Channel) {
         commit(events, on: channel, at: clock.now)
-    }
-
-    /// An event's data for the store, encoded on the writer thread.
-    static func storedText(_ value: JSONValue) -> JSONText {
-        JSONText(deferred: {
-            (try? MessageEncoder().text(value)) ?? "null"
-        })
     }
 
     /// New events are appended to the store's unindexed tail and moved into

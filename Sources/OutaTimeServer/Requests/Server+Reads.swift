@@ -48,12 +48,25 @@ extension Server {
         return .reading(slot)
     }
 
-    private func subscribeResult(_ channel: Channel, session: Session, recovered: Bool?, events: [HistoryEvent]?) -> SubscribeResult {
-        SubscribeResult(channel: channel.key, kind: channel.name.kind, seq: channel.seq,
-                        watchers: subscriptions.watchers(of: channel.key, limit: config.presenceLimit, first: session),
-                        watcherCount: subscriptions.subscriberCount(of: channel.key),
-                        state: recovered == true ? nil : channel.state.snapshot(at: clock.now),
-                        recovered: recovered, events: events)
+    private func subscribeResult(_ channel: Channel, session: Session, recovered: Bool?,
+                                 events: [HistoryEvent]?) -> SubscribeReply<RawJSON> {
+        SubscribeReply(channel: channel.key, kind: channel.name.kind, seq: channel.seq,
+                       watchers: subscriptions.watchers(of: channel.key, limit: config.presenceLimit, first: session),
+                       watcherCount: subscriptions.subscriberCount(of: channel.key),
+                       state: recovered == true ? nil : wireState(of: channel),
+                       recovered: recovered, events: events)
+    }
+
+    /// The channel's state as clients see it now, encoded once from the
+    /// kind's typed snapshot (no `JSONValue` tree in between).
+    private func wireState(of channel: Channel) -> RawJSON {
+        let state = channel.state.wireState(at: clock.now)
+        do {
+            return try RawJSON(encoding: state)
+        } catch {
+            // The states hold strings, integers and arrays only.
+            preconditionFailure("the state of '\(channel.key)' did not encode: \(error)")
+        }
     }
 
     /// `unsubscribe`: leave, and tell the remaining watchers.
@@ -72,8 +85,8 @@ extension Server {
     func get(_ request: Request, on session: Session) throws(ProtocolError) -> Handled {
         let channel = openChannel(try request.channel())
         guard channel.pipeline.isSettled else { return .retry(channel) }
-        session.reply(request.id, GetResult(channel: channel.key, kind: channel.name.kind, seq: channel.seq,
-                                            state: channel.state.snapshot(at: clock.now)))
+        session.reply(request.id, GetReply(channel: channel.key, kind: channel.name.kind, seq: channel.seq,
+                                           state: wireState(of: channel)))
         return .replied
     }
 

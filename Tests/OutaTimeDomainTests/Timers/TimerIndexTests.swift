@@ -34,7 +34,7 @@ import Testing
                 return (deadline, timer.id)
             }
             .sorted { $0 < $1 }
-            .map { TimerListState.finished(id: $0.1) }
+            .map { TimerEvent.finished(id: $0.1).domainEvent }
     }
 
     /// `release(session:)` as a scan: the running timers `session` alone
@@ -42,7 +42,7 @@ import Testing
     static func scannedRelease(_ list: TimerListState, session: String, at now: Date) -> [DomainEvent] {
         list.timers
             .filter { $0.viewerSessions == [session] && $0.status == .running }
-            .map { TimerListState.paused($0, at: now) }
+            .map { TimerListState.paused($0, at: now).domainEvent }
     }
 
     @Test("indexes = scans over random runs", arguments: [11, 12, 13, 14] as [UInt64])
@@ -121,7 +121,7 @@ import Testing
         list.timers.swapAt(0, 2)
         Self.expectMatchesScan(list, "after edits through `timers`")
         #expect(list.nextFinish() == F.at(12))
-        #expect(list.advance(to: F.at(12)) == [TimerListState.finished(id: 1)])
+        #expect(list.advance(to: F.at(12)) == [TimerEvent.finished(id: 1).domainEvent])
     }
 
     @Test func equalityIgnoresTheIndexes() throws {
