@@ -53,7 +53,7 @@ struct ReplayLog {
         let at = Self.wholeSecond(now)
         for event in new {
             // The data goes through the stored text, as it does on the server.
-            let text = try MessageEncoder().text(event.data)
+            let text = event.json.text
             events.append((DomainEvent(event.name, try JSONValue.parse(Data(text.utf8))), at))
         }
         var stored: String?
