@@ -124,21 +124,12 @@ extension Dispatch {
     }
 
     /// The dispatch as a JSON object, every domain.md key present (`null`
-    /// for a missing `created_by` or `note`).
+    /// for a missing `created_by` or `note`): its ``writeFields(to:)`` read back.
     public var json: JSONValue {
-        var fields: [String: JSONValue] = [
-            "id": .int(Int64(id)),
-            "model": .string(model),
-            "path": .string(path),
-            "distance_km": .int(Int64(distanceKM)),
-            "duration_s": .int(Int64(durationS)),
-            "departs_at": .string(departsAt),
-            "arrives_at": .string(arrivesAt),
-            "status": .string(status.rawValue),
-        ]
-        fields["created_by"] = createdBy.map(JSONValue.string) ?? .null
-        fields["note"] = note.map(JSONValue.string) ?? .null
-        return .object(fields)
+        guard let value = try? RawJSON(encoding: self).value() else {
+            preconditionFailure("a dispatch did not encode as JSON")
+        }
+        return value
     }
 
     /// Reads a dispatch from its JSON object (as written by ``json``); nil

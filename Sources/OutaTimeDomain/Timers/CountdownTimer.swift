@@ -153,20 +153,18 @@ extension CountdownTimer {
 }
 
 /// The wire form of a timer, `{id, event, location, remaining_s, status,
-/// viewers}`, built and read as `JSONValue` for snapshots and event data.
-/// The keys are the `Codable` ones, so the stored form (written through
-/// `Codable`) and the wire form cannot drift apart; a test checks it.
+/// viewers}`: written typed (``view(at:)``) for replies, snapshots and event
+/// data, and read from a `JSONValue` (event data read back). The keys are
+/// the `Codable` ones, so the stored form and the wire form cannot drift
+/// apart; a test checks it.
 extension CountdownTimer {
-    /// The timer as clients see it at `now`, with the live `remaining_s`.
+    /// The timer as clients see it at `now`, with the live `remaining_s`,
+    /// as a value (``view(at:)`` read back).
     public func json(at now: Date) -> JSONValue {
-        .object([
-            CodingKeys.id.stringValue: .int(Int64(id)),
-            CodingKeys.event.stringValue: .string(event),
-            CodingKeys.location.stringValue: .string(location),
-            CodingKeys.remainingS.stringValue: .int(Int64(remaining(at: now))),
-            CodingKeys.status.stringValue: .string(status.rawValue),
-            CodingKeys.viewers.stringValue: .int(Int64(viewers)),
-        ])
+        guard let value = try? RawJSON(encoding: view(at: now)).value() else {
+            preconditionFailure("a timer did not encode as JSON")
+        }
+        return value
     }
 
     /// The timer as clients see it at `now`, typed: the fields and order of
