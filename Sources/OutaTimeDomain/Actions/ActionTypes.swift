@@ -41,7 +41,7 @@ public struct DomainEvent: Sendable, Equatable {
     /// cannot be encoded (a NaN, which no kind's payload holds) becomes `{}`.
     public init<Payload: JSONWritable & Sendable>(_ name: String, encoding payload: Payload) {
         self.name = name
-        body = .encoded((try? RawJSON(encoding: payload)) ?? RawJSON(validJSON: "{}"))
+        body = .encoded((try? RawJSON(writing: payload)) ?? RawJSON(validJSON: "{}"))
     }
 
     /// An event read back, or written by hand in a test.

@@ -180,6 +180,15 @@ final class JSONByteWriter {
         state.deallocate()
     }
 
+    /// Writes a ``JSONWritable`` object as the top-level value, without
+    /// the dynamic cast ``encodeValue(_:depth:)`` needs to find it.
+    func writeTopLevel<T: JSONWritable>(_ value: T) throws {
+        openContainer(isObject: true, depth: 1)
+        var fields = JSONFields(writer: self, depth: 1)
+        try value.writeFields(to: &fields)
+        closeContainers(deeperThan: 0)
+    }
+
     func encodeTopLevel<T: Encodable>(_ value: T) throws {
         try encodeValue(value, depth: 1)
         closeContainers(deeperThan: 0)

@@ -20,6 +20,16 @@ public struct RawJSON: Sendable, Hashable, Codable, CustomStringConvertible {
         text = try MessageEncoder().text(value)
     }
 
+    /// Writes `object` once (an event's payload): its fields straight into
+    /// the text, without looking up how to encode it.
+    ///
+    /// - Throws: `EncodingError` for a NaN or infinite number.
+    public init<Object: JSONWritable>(writing object: Object) throws {
+        let writer = JSONByteWriter()
+        try writer.writeTopLevel(object)
+        text = writer.withBytes { String(decoding: $0, as: UTF8.self) }
+    }
+
     /// Text that is already valid JSON: written by this type before (read
     /// back from the store). Not checked; an invalid text would reach
     /// clients as it is.
