@@ -6,7 +6,7 @@ extension Server {
         guard case .awaitingHello = session.state else {
             throw ProtocolError(.invalidRequest, "'hello' was already sent on this connection (session \(session.id))")
         }
-        guard try Self.protocolVersion(request) == 1 else {
+        guard try Self.asksForProtocolOne(request) else {
             session.fail(request.id, ProtocolError(.unsupportedProtocol,
                 "protocol \(request.value("protocol")?.errorDescription ?? "?") is not supported; this server speaks protocol 1"))
             close(session, bye: .unsupportedProtocol)
@@ -41,7 +41,7 @@ extension Server {
         return .replied
     }
 
-    /// `hello`'s `protocol`: 1 when it is 1, nil for any other integer
+    /// Whether `hello`'s `protocol` is 1; false for any other integer
     /// (`unsupported_protocol`, then `bye`). Integers are every `.int` and,
     /// beyond 64 bits, every `.double` of magnitude ≥ 2^63: the JSON reader
     /// gives `.int` for each exact integer that fits, so a smaller `.double`
@@ -49,12 +49,12 @@ extension Server {
     ///
     /// - Throws: `invalid_request` when `protocol` is missing or not an
     ///   integer (`"1"`, `1.5`, `1e-400`); the connection keeps awaiting `hello`.
-    static func protocolVersion(_ request: Request) throws(ProtocolError) -> Int64? {
+    static func asksForProtocolOne(_ request: Request) throws(ProtocolError) -> Bool {
         switch request.value("protocol") {
         case .int(let version)?:
-            return version == 1 ? 1 : nil
+            return version == 1
         case .double(let number)? where number.magnitude >= 0x1p63:
-            return nil
+            return false
         case nil, .null?:
             throw ProtocolError(.invalidRequest, "field 'protocol' is required (an integer; this server speaks protocol 1)")
         case let other?:
