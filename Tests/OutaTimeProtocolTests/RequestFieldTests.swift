@@ -43,7 +43,14 @@ struct RequestFieldTests {
         #expect(try Self.request.optionalString("nothing") == nil)
         #expect(try Self.request.optionalString("name", maxLength: 3) == "Doc")
         #expect(fieldError { try Self.request.optionalString("long", maxLength: 64) }?.message
-            == "field 'long' must be a string of at most 64 characters, got one of 100 characters")
+            == "field 'long' must be a string of at most 64 characters and at most 256 bytes of UTF-8, got one of 100 characters and 100 bytes")
+        // One character of 1,000 combining marks: within 100 characters, not within 400 bytes.
+        let zalgo = Request(type: "hello", fields: ["name": .string("a" + String(repeating: "\u{301}", count: 1_000))])
+        #expect(fieldError { try zalgo.optionalString("name", maxLength: 100) }
+            == ProtocolError(.invalidRequest,
+                "field 'name' must be a string of at most 100 characters and at most 400 bytes of UTF-8, got one of 1 character and 2001 bytes"))
+        let emoji = String(repeating: "🚗", count: 100)  // 100 characters, 400 bytes: the limit exactly
+        #expect(try Request(type: "hello", fields: ["name": .string(emoji)]).optionalString("name", maxLength: 100) == emoji)
         #expect(fieldError { try Self.request.optionalString("args") }?.message
             == "field 'args' must be a string, got an object")
     }
@@ -59,11 +66,20 @@ struct RequestFieldTests {
             == "field 'name' must be an integer 1…1000, got 'Doc' (a string)")
     }
 
-    @Test("an integral double counts as an integer; a fraction does not")
+    /// The JSON reader makes every number whose text is an exact integer
+    /// (`5.0` too) an `.int`; a `.double` has a fraction or lies beyond 64
+    /// bits, so it is refused even when its nearest double is whole
+    /// (`9007199254740992.5` reads as 2^53, `1e-400` as 0).
+    @Test("a number written 5.0 counts as an integer; a .double never does")
     func doubles() throws {
-        #expect(try Self.request.int("whole", in: 0...10) == 5)
+        let written = try parse(#"{"type":"history","limit":5.0,"after":1e-400,"since":9007199254740992.5}"#)
+        #expect(try written.int("limit", in: 0...10) == 5)
+        #expect(fieldError { try written.int("after", in: 0...10) }?.message
+            == "field 'after' must be an integer 0…10, got 0.0 (a number with a fraction, or beyond 64 bits)")
+        #expect(fieldError { try written.optionalInt("since", in: 0...Int64.max) }?.code == .invalidRequest)
+        #expect(fieldError { try Self.request.int("whole", in: 0...10) }?.code == .invalidRequest)
         #expect(fieldError { try Self.request.int("half", in: 0...10) }?.message
-            == "field 'half' must be an integer 0…10, got 5.5")
+            == "field 'half' must be an integer 0…10, got 5.5 (a number with a fraction, or beyond 64 bits)")
     }
 
     @Test("optionalInt: absent or null is nil, present is checked")

@@ -98,7 +98,48 @@ struct RequestTests {
         }
         #expect(id == nil)
         #expect(error.code == .invalidRequest)
-        #expect(error.message.hasPrefix("field 'id' must be an integer 0…9007199254740992 or a string of at most 64 characters, got"))
+        #expect(error.message.hasPrefix(
+            "field 'id' must be an integer 0…9007199254740992 or a string of at most 64 characters and at most 256 bytes of UTF-8, got"))
+    }
+
+    /// Issue 13's corpus: numbers whose text is not an exact integer were
+    /// echoed as their nearest double (`0`, 2^53). They are refused, and the
+    /// message quotes the id as the client wrote it.
+    @Test("an id number whose text is not an exact integer is refused, named as written", arguments: [
+        "1e-400", "9007199254740992.5", "0.5", "-0.5", "1.0000000000000000001", "9007199254740991.9999999",
+        "1e20", "99999999999999999999", "18446744073709551616",
+    ])
+    func inexactNumberID(json: String) {
+        guard case .invalid(let id, let error)? = parseError(#"{"type":"ping","id":\#(json)}"#) else {
+            Issue.record("id \(json) was accepted")
+            return
+        }
+        #expect(id == nil)
+        #expect(error.code == .invalidRequest)
+        #expect(error.message.hasSuffix("got \(json)"), "\(error.message)")
+    }
+
+    @Test("an id number whose text is an exact integer is accepted however it is written", arguments: [
+        ("1e2", Int64(100)), ("100.000", 100), ("0e400", 0), ("-0", 0), ("9007199254740992.0", 9_007_199_254_740_992),
+        ("90071992547409.92e2", 9_007_199_254_740_992),
+    ])
+    func exactNumberID(json: String, value: Int64) throws {
+        #expect(try parse(#"{"type":"ping","id":\#(json)}"#).id == .int(value))
+    }
+
+    /// String ids: 64 characters and 256 bytes (TextLength), so one
+    /// character of hundreds of combining marks is refused.
+    @Test("string ids are bounded in characters and in bytes")
+    func stringIDLength() throws {
+        let accents = String(repeating: "é", count: 64)  // 64 characters, 128 bytes
+        #expect(try parse(#"{"type":"ping","id":"\#(accents)"}"#).id == .string(accents))
+        let zalgo = "a" + String(repeating: "\u{301}", count: 200)  // 1 character, 401 bytes
+        guard case .invalid(nil, let error)? = parseError(#"{"type":"ping","id":"\#(zalgo)"}"#) else {
+            Issue.record("a 401-byte id was accepted")
+            return
+        }
+        #expect(error.message.contains("1 character and 401 bytes"), "\(error.message)")
+        #expect(error.message.utf8.count < 400, "the message quotes only the start of the id")
     }
 
     @Test("a bad id is reported even when type is missing too")

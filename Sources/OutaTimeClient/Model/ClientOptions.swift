@@ -9,7 +9,7 @@ public struct ClientOptions: Sendable, Equatable {
     public var host: String
     /// The server's TCP port.
     public var port: Int
-    /// The operator's display name sent in `hello` (at most 100 characters).
+    /// The operator's display name sent in `hello` (at most 100 characters and 400 bytes of UTF-8).
     public var name: String?
     /// The client program sent in `hello`, e.g. `outatime-term/0.1`.
     public var client: String?

@@ -22,22 +22,26 @@ public struct ActionArgs: Sendable, Equatable {
     /// True when `key` is present and not null.
     public func has(_ key: String) -> Bool { value(key) != nil }
 
-    /// A required string whose length (in characters) is within `length`.
+    /// A required string of `length` characters and at most 4 × its upper
+    /// bound bytes of UTF-8 (``TextLength``).
     public func string(_ key: String, length: ClosedRange<Int> = 0...Int.max) throws(ProtocolError) -> String {
         guard let text = try optionalString(key, length: length) else {
-            throw ProtocolError(.invalidArgs, "argument '\(key)' is required (a string\(length.describedLength))")
+            throw ProtocolError(.invalidArgs, "argument '\(key)' is required (a string\(TextLength(characters: length).describedRule))")
         }
         return text
     }
 
-    /// An optional string whose length (in characters) is within `length`.
+    /// An optional string of `length` characters and at most 4 × its upper
+    /// bound bytes of UTF-8 (``TextLength``).
     public func optionalString(_ key: String, length: ClosedRange<Int> = 0...Int.max) throws(ProtocolError) -> String? {
         guard let value = value(key) else { return nil }
+        let rule = TextLength(characters: length)
         guard case .string(let text) = value else {
-            throw ProtocolError(.invalidArgs, "argument '\(key)' must be a string\(length.describedLength), got \(value.shortDescription)")
+            throw ProtocolError(.invalidArgs, "argument '\(key)' must be a string\(rule.describedRule), got \(value.shortDescription)")
         }
-        guard length.contains(text.count) else {
-            throw ProtocolError(.invalidArgs, "argument '\(key)' must be\(length.describedLength), got \(text.count) characters")
+        guard rule.allows(text) else {
+            throw ProtocolError(.invalidArgs,
+                "argument '\(key)' must be a string\(rule.describedRule), got \(TextLength.measure(text))")
         }
         return text
     }
@@ -50,36 +54,44 @@ public struct ActionArgs: Sendable, Equatable {
         return number
     }
 
-    /// An optional integer within `range` (an integral `5.0` is accepted).
+    /// An optional integer within `range`. Every number whose text is an
+    /// exact integer (`5`, `5.0`, `5e0`) reads as `.int`; a `.double` has a
+    /// fraction or lies beyond 64 bits and is refused, never rounded.
     public func optionalInt(_ key: String, in range: ClosedRange<Int>) throws(ProtocolError) -> Int? {
         guard let value = value(key) else { return nil }
-        let number: Int? = switch value {
-        case .int(let number): Int(exactly: number)
-        case .double(let number): Int(exactly: number)
-        default: nil
-        }
+        let number: Int? = if case .int(let number) = value { Int(exactly: number) } else { nil }
         guard let number, range.contains(number) else {
-            throw ProtocolError(.invalidArgs, "argument '\(key)' must be an integer \(range.describedRange), got \(value.shortDescription)")
+            let hint = if case .double = value { " (a number with a fraction, or beyond 64 bits)" } else { "" }
+            throw ProtocolError(.invalidArgs,
+                "argument '\(key)' must be an integer \(range.describedRange), got \(value.shortDescription)\(hint)")
         }
         return number
     }
 
-    /// A required ISO 8601 time; a malformed one is `invalid_time`.
+    /// A required time (``ISOTime``, read strictly); a malformed one is `invalid_time`.
     public func time(_ key: String) throws(ProtocolError) -> Date {
         guard let date = try optionalTime(key) else {
-            throw ProtocolError(.invalidArgs, "argument '\(key)' is required (an ISO 8601 time such as 1985-10-26T01:21:00Z)")
+            throw ProtocolError(.invalidArgs, "argument '\(key)' is required (\(ISOTime.form))")
         }
         return date
     }
 
-    /// An optional ISO 8601 time; a malformed one is `invalid_time`.
+    /// An optional time (``ISOTime``, read strictly: no date or time of day
+    /// is rolled over, the fraction is truncated to milliseconds); a
+    /// malformed one is `invalid_time`, whose message names the argument,
+    /// the value, what is wrong with it and the allowed form.
     public func optionalTime(_ key: String) throws(ProtocolError) -> Date? {
         guard let value = value(key) else { return nil }
-        guard case .string(let text) = value, let date = ISOTime.parse(text) else {
-            throw ProtocolError(.invalidTime,
-                "argument '\(key)' must be an ISO 8601 time with a zone such as 1985-10-26T01:21:00Z, got \(value.shortDescription)")
+        guard case .string(let text) = value else {
+            throw ProtocolError(.invalidTime, "argument '\(key)' must be \(ISOTime.form), got \(value.shortDescription)")
         }
-        return date
+        switch ISOTime.read(text) {
+        case .success(let milliseconds):
+            return Date(timeIntervalSince1970: TimeInterval(milliseconds) / 1_000)
+        case .failure(let error):
+            throw ProtocolError(.invalidTime,
+                "argument '\(key)' must be \(ISOTime.form), got \(value.shortDescription): \(error.reason)")
+        }
     }
 }
 
@@ -87,7 +99,7 @@ extension JSONValue {
     /// The value for an error message: strings quoted, long values cut.
     var shortDescription: String {
         switch self {
-        case .string(let text): "'\(text.count > 40 ? String(text.prefix(40)) + "…" : text)'"
+        case .string(let text): TextLength.quoted(text)
         case .int(let number): "\(number)"
         case .double(let number): "\(number)"
         case .bool(let flag): "\(flag)"
@@ -103,10 +115,14 @@ extension ClosedRange<Int> {
         if upperBound == Int.max { return "≥ \(lowerBound)" }
         return "\(lowerBound)…\(upperBound)"
     }
+}
 
-    var describedLength: String {
-        if self == 0...Int.max { return "" }
-        if upperBound == Int.max { return " of at least \(lowerBound) characters" }
-        return " of \(lowerBound)–\(upperBound) characters"
+extension TextLength {
+    /// ` of 0–100 characters and at most 400 bytes of UTF-8` (arguments
+    /// name their range as PROTOCOL.md's tables do), or empty when unbounded.
+    var describedRule: String {
+        if characters == 0...Int.max { return "" }
+        if characters.upperBound == Int.max { return " of at least \(characters.lowerBound) characters" }
+        return " of \(characters.lowerBound)–\(characters.upperBound) characters and at most \(maxBytes) bytes of UTF-8"
     }
 }

@@ -58,6 +58,12 @@ extension StarportState: ChannelBehaviour {
         let departsAt = try args.optionalTime("departs_at") ?? context.now
         let note = try args.optionalString("note", length: 0...Self.maxNoteLength)
         let quote = try Starport.quote(model: model, path: path)
+        // Every stored time must read back (ISOTime: years 0000…9999).
+        let arrival = departsAt.timeIntervalSince1970.rounded(.down) + TimeInterval(quote.wholeDurationS)
+        guard arrival <= ISOTime.latest.timeIntervalSince1970 else {
+            throw ProtocolError(.invalidTime,
+                "argument 'departs_at' \(ISOTime.format(departsAt)) is too late: the flight of \(quote.wholeDurationS) s would land after 9999-12-31T23:59:59Z, the last time the server keeps")
+        }
         let dispatch = Dispatch(
             id: nextID, quote: quote, departsAt: departsAt,
             createdBy: context.actor.isEmpty ? nil : context.actor, note: note)

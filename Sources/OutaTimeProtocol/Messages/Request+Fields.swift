@@ -17,15 +17,17 @@ extension Request {
         return text
     }
 
-    /// An optional string field, at most `maxLength` characters when given.
+    /// An optional string field, when given at most `maxLength` characters
+    /// and 4 × `maxLength` bytes of UTF-8 (``TextLength``).
     public func optionalString(_ key: String, maxLength: Int? = nil) throws(ProtocolError) -> String? {
         guard let value = present(key) else { return nil }
-        let allowed = maxLength.map { "a string of at most \($0) characters" } ?? "a string"
+        let length = maxLength.map { TextLength(max: $0) }
+        let allowed = length.map { "a string \($0.rule)" } ?? "a string"
         guard case .string(let text) = value else {
             throw ProtocolError(.invalidRequest, "field '\(key)' must be \(allowed), got \(value.errorDescription)")
         }
-        if let maxLength, text.count > maxLength {
-            throw ProtocolError(.invalidRequest, "field '\(key)' must be \(allowed), got one of \(text.count) characters")
+        if let length, !length.allows(text) {
+            throw ProtocolError(.invalidRequest, "field '\(key)' must be \(allowed), got one of \(TextLength.measure(text))")
         }
         return text
     }
@@ -38,20 +40,18 @@ extension Request {
         return number
     }
 
-    /// An optional integer field within `range` when given. A JSON number
-    /// with an integral value such as `5.0` is accepted: some clients'
-    /// encoders write every number as a double.
+    /// An optional integer field within `range` when given. The JSON reader
+    /// makes every number whose text is an exact integer an `.int` (`5.0`
+    /// and `5e0` too: some clients' encoders write every number as a
+    /// double); a `.double` is a number with a fraction, or one beyond 64
+    /// bits, and is refused rather than rounded (`1e-400` is not 0).
     public func optionalInt(_ key: String, in range: ClosedRange<Int64>) throws(ProtocolError) -> Int64? {
         guard let value = present(key) else { return nil }
-        let number: Int64? = switch value {
-        case .int(let number): number
-        case .double(let number): Int64(exactly: number)
-        default: nil
-        }
-        guard let number, range.contains(number) else {
+        guard case .int(let number) = value, range.contains(number) else {
+            let hint = if case .double = value { " (a number with a fraction, or beyond 64 bits)" } else { "" }
             throw ProtocolError(
                 .invalidRequest,
-                "field '\(key)' must be an integer \(range.text), got \(value.errorDescription)"
+                "field '\(key)' must be an integer \(range.text), got \(value.errorDescription)\(hint)"
             )
         }
         return number
@@ -99,14 +99,14 @@ extension ClosedRange<Int64> {
 extension JSONValue {
     /// The value as an error message shows it after "got": numbers and
     /// booleans as written, strings quoted (shortened), containers by type.
-    var errorDescription: String {
+    public var errorDescription: String {
         switch self {
         case .null: "null"
         case .bool(let flag): "\(flag) (a boolean)"
         case .int(let number): "\(number)"
         case .double(let number): "\(number)"
-        case .string(let text) where text.count <= 40: "'\(text)' (a string)"
-        case .string(let text): "a string of \(text.count) characters starting '\(text.prefix(20))…'"
+        case .string(let text) where text.unicodeScalars.count <= 40: "'\(text)' (a string)"
+        case .string(let text): "a string of \(TextLength.measure(text)) starting \(TextLength.quoted(text, limit: 20, measured: false))"
         case .array(let items): "an array of \(items.count) items"
         case .object: "an object"
         }

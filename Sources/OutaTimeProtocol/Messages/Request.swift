@@ -69,9 +69,14 @@ public struct Request: Sendable {
         var id: RequestID?
         if let rawID = fields["id"], rawID != .null {
             guard let valid = RequestID(validating: rawID) else {
+                // A number is named as the client wrote it: `1e-400` reads as 0.0.
+                var given = rawID.errorDescription
+                if case .double = rawID, let text = JSONReader.memberText("id", in: body) {
+                    given = text.utf8.count <= 40 ? text : TextLength.quoted(text)
+                }
                 throw .invalid(id: nil, ProtocolError(
                     .invalidRequest,
-                    "field 'id' must be \(RequestID.rule), got \(rawID.errorDescription)"
+                    "field 'id' must be \(RequestID.rule), got \(given)"
                 ))
             }
             id = valid

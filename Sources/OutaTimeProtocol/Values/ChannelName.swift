@@ -121,6 +121,5 @@ public struct ChannelName: Sendable, Hashable, CustomStringConvertible, Comparab
 /// Quotes client input for an error message, shortened so a huge value
 /// cannot blow up the reply.
 func quoted(_ text: String, limit: Int = 80) -> String {
-    guard text.count > limit else { return "'\(text)'" }
-    return "'\(text.prefix(limit))…' (\(text.count) characters)"
+    TextLength.quoted(text, limit: limit)
 }

@@ -1,47 +1,67 @@
 import Foundation
 
-/// Wire times: ISO 8601 UTC with whole seconds, e.g. `1985-10-26T01:21:00Z`.
+/// Wire times: ISO 8601 UTC, e.g. `1985-10-26T01:21:00Z`; the one reader of
+/// every time the server takes in, from a client or from its own storage.
 ///
-/// The canonical forms this server writes (`yyyy-MM-ddTHH:mm:ssZ`, and
-/// `yyyy-MM-ddTHH:mm:ss.SSSZ` for the lap stopwatch's milliseconds) are read
-/// and written with integer calendar arithmetic; anything else (other
-/// offsets, other fraction lengths, years outside 1583…9999) goes to
-/// Foundation's `Date.ISO8601FormatStyle`. Why: every lap command and
-/// reply reads its measuring point, and Foundation's parser, tried first
-/// without and then with fractions, was a fifth of the event loop's work
-/// per command (docs/BENCHMARKS.md). The tests compare both paths over
-/// thousands of moments.
+/// **Read strictly** (PROTOCOL.md, "Times"): exactly
+/// `yyyy-MM-ddTHH:mm:ss`, an optional fraction (`.` and one or more digits,
+/// any number of them), then a zone designator, `Z` or `±hh:mm`, and nothing
+/// after it. Years 0000…9999 of the proleptic Gregorian calendar (ISO 8601's),
+/// month 01–12, a day that exists in that month (leap years: every fourth,
+/// not every hundredth, every four-hundredth: 1900 has no 29 February, 2000
+/// has), hour 00–23, minute and second 00–59. A leap second (`:60`) is
+/// refused: the server's clock (POSIX time) has none, and rolling it into
+/// the next minute is exactly the normalising this reader exists to stop.
+/// The fraction is **truncated** (never rounded) to whole milliseconds, the
+/// finest the server keeps; fields kept in whole seconds then drop the rest
+/// of it (truncated toward the past). The time in UTC must lie within
+/// 0000-01-01T00:00:00Z … 9999-12-31T23:59:59.999Z.
+///
+/// Foundation's `ISO8601FormatStyle` is not used to read: it rolls invalid
+/// dates and times over (29 February 1985 becomes 1 March), ignores text
+/// after the `Z`, rounds long fractions up to the next second and switches
+/// to the Julian calendar before 1582. Reading and writing are integer
+/// calendar arithmetic, also because Foundation's parser was a fifth of the
+/// event loop's work per lap command (docs/BENCHMARKS.md).
 public enum ISOTime {
     private static let style = Date.ISO8601FormatStyle(timeZone: TimeZone(identifier: "UTC")!)
 
-    /// Formats a date as `yyyy-MM-ddTHH:mm:ssZ` (fractions dropped).
+    /// The accepted form, for error messages.
+    public static let form =
+        "an ISO 8601 time yyyy-MM-ddTHH:mm:ss, optionally with a fraction (.SSS…), then Z or ±hh:mm, such as 1985-10-26T01:21:00Z"
+
+    /// Reads a time strictly (see the type's documentation) as whole
+    /// milliseconds since 1970, the fraction truncated.
+    ///
+    /// - Returns: the milliseconds, or the reason the text is not a time.
+    public static func read(_ text: String) -> Result<Int64, ISOTimeError> {
+        var text = text
+        return text.withUTF8 { CivilTime.read($0) }
+    }
+
+    /// Reads a time strictly, like ``read(_:)``; nil when it is not one.
+    /// The date holds whole milliseconds (the fraction truncated).
+    public static func parse(_ text: String) -> Date? {
+        guard case .success(let milliseconds) = read(text) else { return nil }
+        if milliseconds % 1_000 == 0 { return Date(timeIntervalSince1970: TimeInterval(milliseconds / 1_000)) }
+        return Date(timeIntervalSince1970: TimeInterval(milliseconds) / 1_000)
+    }
+
+    /// Reads a time strictly, like ``read(_:)``, as whole milliseconds since
+    /// 1970 (exact: no trip through a binary fraction); nil when it is not one.
+    public static func parseMilliseconds(_ text: String) -> Int64? {
+        try? read(text).get()
+    }
+
+    /// Formats a date as `yyyy-MM-ddTHH:mm:ssZ` (the fraction dropped,
+    /// toward the past). Outside years 0000…9999 (which nothing the server
+    /// reads can produce) Foundation writes it.
     public static func format(_ date: Date) -> String {
         let seconds = date.timeIntervalSince1970.rounded(.down)
         guard seconds >= Double(CivilTime.firstSecond), seconds <= Double(CivilTime.lastSecond) else {
             return style.format(date)
         }
         return CivilTime.format(seconds: Int64(seconds), milliseconds: nil)
-    }
-
-    /// Parses an ISO 8601 time with a time zone designator (`Z` or `±hh:mm`),
-    /// with or without fractional seconds. Returns nil when it does not parse.
-    public static func parse(_ text: String) -> Date? {
-        if let (seconds, milliseconds) = CivilTime.parse(text), milliseconds == nil {
-            return Date(timeIntervalSince1970: TimeInterval(seconds))
-        }
-        if let date = try? style.parse(text) { return date }
-        if let date = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text) { return date }
-        return nil
-    }
-
-    /// Parses like ``parse(_:)`` and rounds to whole milliseconds since
-    /// 1970; exact (no trip through a binary fraction) for the
-    /// `yyyy-MM-ddTHH:mm:ss.SSSZ` form.
-    public static func parseMilliseconds(_ text: String) -> Int64? {
-        if let (seconds, milliseconds) = CivilTime.parse(text) {
-            return seconds * 1_000 + Int64(milliseconds ?? 0)
-        }
-        return parse(text).map { Int64(($0.timeIntervalSince1970 * 1_000).rounded()) }
     }
 
     /// `yyyy-MM-ddTHH:mm:ss.SSSZ` for a moment in milliseconds since 1970.
@@ -57,15 +77,31 @@ public enum ISOTime {
         }
         return CivilTime.format(seconds: seconds, milliseconds: Int(fraction))
     }
+
+    /// The last moment the server reads and writes, 9999-12-31T23:59:59Z.
+    public static let latest = Date(timeIntervalSince1970: TimeInterval(CivilTime.lastSecond))
+}
+
+/// Why a text is not a time, e.g. `February 1985 has 28 days, got day 29`.
+public struct ISOTimeError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What is wrong, in words.
+    public let reason: String
+
+    /// Creates an error.
+    public init(_ reason: String) {
+        self.reason = reason
+    }
+
+    /// The reason.
+    public var description: String { reason }
 }
 
 /// UTC calendar arithmetic on whole seconds since 1970 for years
-/// 1583…9999, after the days-from-civil method: a year counted from March,
-/// so the leap day ends it. Gregorian only: Foundation's calendar switches to
-/// the Julian one before October 1582, so earlier years are left to it.
+/// 0000…9999 of the proleptic Gregorian calendar, after the
+/// days-from-civil method: a year counted from March, so the leap day ends it.
 enum CivilTime {
-    /// 1583-01-01T00:00:00Z, the first whole year of the Gregorian calendar.
-    static let firstSecond: Int64 = days(year: 1583, month: 1, day: 1) * 86_400
+    /// 0000-01-01T00:00:00Z.
+    static let firstSecond: Int64 = days(year: 0, month: 1, day: 1) * 86_400
     /// 9999-12-31T23:59:59Z.
     static let lastSecond: Int64 = 253_402_300_799
 
@@ -143,37 +179,80 @@ enum CivilTime {
         }
     }
 
-    /// Reads exactly `yyyy-MM-ddTHH:mm:ssZ` or `yyyy-MM-ddTHH:mm:ss.SSSZ`
-    /// with a valid date and time; nil for anything else (which the caller
-    /// leaves to Foundation).
-    static func parse(_ text: String) -> (seconds: Int64, milliseconds: Int?)? {
-        var text = text
-        return text.withUTF8 { utf8 -> (Int64, Int?)? in
-            guard utf8.count == 20 || utf8.count == 24 else { return nil }
-            func number(_ start: Int, _ count: Int) -> Int? {
-                var value = 0
-                for index in start..<(start + count) {
-                    let digit = Int(utf8[index]) - 48
-                    guard digit >= 0, digit <= 9 else { return nil }
-                    value = value * 10 + digit
-                }
-                return value
+    static let monthNames = ["January", "February", "March", "April", "May", "June", "July",
+                             "August", "September", "October", "November", "December"]
+
+    /// Reads `yyyy-MM-ddTHH:mm:ss[.f…](Z|±hh:mm)` strictly (see ``ISOTime``)
+    /// as milliseconds since 1970, the fraction truncated.
+    static func read(_ utf8: UnsafeBufferPointer<UInt8>) -> Result<Int64, ISOTimeError> {
+        func fail(_ reason: String) -> Result<Int64, ISOTimeError> { .failure(ISOTimeError(reason)) }
+        func isDigit(_ index: Int) -> Bool { index < utf8.count && utf8[index] &- 48 <= 9 }
+        func number(_ start: Int, _ count: Int) -> Int? {
+            var value = 0
+            for index in start..<(start + count) {
+                guard isDigit(index) else { return nil }
+                value = value * 10 + Int(utf8[index] - 48)
             }
-            guard utf8[4] == UInt8(ascii: "-"), utf8[7] == UInt8(ascii: "-"), utf8[10] == UInt8(ascii: "T"),
-                  utf8[13] == UInt8(ascii: ":"), utf8[16] == UInt8(ascii: ":"), utf8[utf8.count - 1] == UInt8(ascii: "Z"),
-                  let year = number(0, 4), let month = number(5, 2), let day = number(8, 2),
-                  let hour = number(11, 2), let minute = number(14, 2), let second = number(17, 2),
-                  year >= 1583, (1...12).contains(month), day >= 1, day <= daysInMonth(year: year, month: month),
-                  hour < 24, minute < 60, second < 60
-            else { return nil }
-            var milliseconds: Int?
-            if utf8.count == 24 {
-                guard utf8[19] == UInt8(ascii: "."), let fraction = number(20, 3) else { return nil }
-                milliseconds = fraction
-            }
-            let seconds = days(year: year, month: month, day: day) * 86_400
-                + Int64(hour * 3_600 + minute * 60 + second)
-            return (seconds, milliseconds)
+            return value
         }
+        func byte(_ index: Int, is ascii: Unicode.Scalar) -> Bool {
+            index < utf8.count && utf8[index] == UInt8(ascii: ascii)
+        }
+        // The shape first, part by part, so the message says which part is off.
+        guard let year = number(0, 4), !isDigit(4) else { return fail("the year must be four digits 0000–9999 at the start") }
+        guard byte(4, is: "-"), let month = number(5, 2), byte(7, is: "-"), let day = number(8, 2) else {
+            return fail("the date must be yyyy-MM-dd, with two-digit month and day")
+        }
+        guard byte(10, is: "T") else { return fail("the date must be followed by 'T' and the time of day") }
+        guard let hour = number(11, 2), byte(13, is: ":"), let minute = number(14, 2), byte(16, is: ":"),
+              let second = number(17, 2)
+        else { return fail("the time of day must be HH:mm:ss, with two digits each") }
+        var index = 19
+        var milliseconds = 0
+        if byte(index, is: ".") {
+            index += 1
+            let start = index
+            while isDigit(index) {
+                // Digits past the third are read and dropped: truncation.
+                if index - start < 3 { milliseconds = milliseconds * 10 + Int(utf8[index] - 48) }
+                index += 1
+            }
+            guard index > start else { return fail("the fraction after '.' needs at least one digit") }
+            for _ in min(index - start, 3)..<3 { milliseconds *= 10 }
+        }
+        var offsetSeconds = 0
+        if byte(index, is: "Z") {
+            index += 1
+        } else if byte(index, is: "+") || byte(index, is: "-") {
+            let sign = byte(index, is: "-") ? -1 : 1
+            guard let offsetHours = number(index + 1, 2), byte(index + 3, is: ":"),
+                  let offsetMinutes = number(index + 4, 2), offsetHours <= 23, offsetMinutes <= 59
+            else { return fail("the zone offset must be ±hh:mm with hh 00–23 and mm 00–59") }
+            offsetSeconds = sign * (offsetHours * 3_600 + offsetMinutes * 60)
+            index += 6
+        } else if index == utf8.count {
+            return fail("the zone designator is missing: end with Z (UTC) or ±hh:mm")
+        } else {
+            return fail("the seconds must be followed by a fraction (.SSS…) or a zone designator, Z or ±hh:mm")
+        }
+        guard index == utf8.count else {
+            let rest = String(decoding: UnsafeBufferPointer(rebasing: utf8[index...]).prefix(20), as: UTF8.self)
+            return fail("nothing may follow the zone designator, got '\(rest)'")
+        }
+        // Then the values: never rolled over into the next unit.
+        guard (1...12).contains(month) else { return fail("the month must be 01–12, got \(month)") }
+        let monthDays = daysInMonth(year: year, month: month)
+        guard (1...monthDays).contains(day) else {
+            return fail("\(monthNames[month - 1]) \(year) has \(monthDays) days, got day \(day)")
+        }
+        guard hour <= 23 else { return fail("the hour must be 00–23, got \(hour)") }
+        guard minute <= 59 else { return fail("the minute must be 00–59, got \(minute)") }
+        guard second <= 59 else { return fail("the second must be 00–59 (leap seconds are not accepted), got \(second)") }
+        let seconds = days(year: year, month: month, day: day) * 86_400
+            + Int64(hour * 3_600 + minute * 60 + second - offsetSeconds)
+        guard seconds >= firstSecond, seconds <= lastSecond else {
+            return fail("in UTC it falls outside 0000-01-01T00:00:00Z … 9999-12-31T23:59:59Z")
+        }
+        return .success(seconds * 1_000 + Int64(milliseconds))
     }
 }

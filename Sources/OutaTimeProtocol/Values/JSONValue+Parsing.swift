@@ -385,3 +385,40 @@ struct JSONReader {
         return index - start
     }
 }
+
+extension JSONReader {
+    /// The JSON text of the top-level object's member `key` exactly as
+    /// written (`1e-400`, not the `0.0` it reads as), or nil when the text
+    /// is not an object or has no such member. The last one wins, as in
+    /// ``JSONValue/parse(bytes:)``. For error messages only: it reads the
+    /// whole text a second time.
+    static func memberText(_ key: String, in bytes: UnsafeRawBufferPointer) -> String? {
+        var reader = JSONReader(bytes)
+        return try? reader.readMemberText(key)
+    }
+
+    private mutating func readMemberText(_ key: String) throws(JSONReadError) -> String? {
+        skipWhitespace()
+        guard current == UInt8(ascii: "{") else { return nil }
+        index += 1
+        skipWhitespace()
+        var found: String?
+        while current == UInt8(ascii: "\"") {
+            let name = try readString()
+            skipWhitespace()
+            guard current == UInt8(ascii: ":") else { return found }
+            index += 1
+            skipWhitespace()
+            let start = index
+            _ = try readValue()
+            if name == key {
+                found = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+            }
+            skipWhitespace()
+            guard current == UInt8(ascii: ",") else { break }
+            index += 1
+            skipWhitespace()
+        }
+        return found
+    }
+}

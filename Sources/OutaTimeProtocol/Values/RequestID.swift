@@ -10,26 +10,28 @@ public enum RequestID: Sendable, Hashable, Codable, CustomStringConvertible {
     /// The largest integer id: 2^53, the last integer every JSON parser
     /// (including JavaScript's doubles) holds exactly.
     public static let maxInteger: Int64 = 9_007_199_254_740_992
-    /// The longest string id, in characters (Unicode scalars).
+    /// The longest string id, in characters (and 4 × as many UTF-8 bytes,
+    /// ``TextLength``).
     public static let maxStringLength = 64
+    /// The length rule of string ids.
+    static let stringLength = TextLength(max: maxStringLength)
 
     /// The rule, for error messages.
-    static let rule = "an integer 0…\(maxInteger) or a string of at most \(maxStringLength) characters"
+    static let rule = "an integer 0…\(maxInteger) or a string \(stringLength.rule)"
 
-    /// Validates a request's `id` field: an integer in 0…2^53 (an integral
-    /// JSON number such as `5.0` counts) or a string of at most 64
-    /// characters. Returns nil for anything else.
+    /// Validates a request's `id` field: an integer in 0…2^53 or a string of
+    /// at most 64 characters and 256 bytes. Returns nil for anything else.
     ///
-    /// Characters are counted as Unicode scalars, as most clients' string
-    /// lengths do for the ASCII ids used in practice.
+    /// An integer is a number whose **text** is an exact integer: the JSON
+    /// reader makes those `.int` (`5`, `5.0`, `5e0`). A `.double` is a
+    /// number with a fraction (`1e-400`, `9007199254740992.5`) or beyond 64
+    /// bits, and is refused: echoed as its nearest double (`0`, 2^53) it
+    /// would no longer be the client's id.
     public init?(validating value: JSONValue) {
         switch value {
         case .int(let number) where (0...Self.maxInteger).contains(number):
             self = .int(number)
-        case .double(let number):
-            guard let exact = Int64(exactly: number), (0...Self.maxInteger).contains(exact) else { return nil }
-            self = .int(exact)
-        case .string(let text) where text.unicodeScalars.count <= Self.maxStringLength:
+        case .string(let text) where Self.stringLength.allows(text):
             self = .string(text)
         default:
             return nil

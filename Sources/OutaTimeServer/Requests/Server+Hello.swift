@@ -6,10 +6,9 @@ extension Server {
         guard case .awaitingHello = session.state else {
             throw ProtocolError(.invalidRequest, "'hello' was already sent on this connection (session \(session.id))")
         }
-        let version = try request.int("protocol", in: 0...Int64(Int32.max))
-        guard version == 1 else {
+        guard try Self.asksForProtocolOne(request) else {
             session.fail(request.id, ProtocolError(.unsupportedProtocol,
-                "protocol \(version) is not supported; this server speaks protocol 1"))
+                "protocol \(request.value("protocol")?.errorDescription ?? "?") is not supported; this server speaks protocol 1"))
             close(session, bye: .unsupportedProtocol)
             return .replied
         }
@@ -40,5 +39,27 @@ extension Server {
                                               heartbeatMs: config.heartbeatMs, maxFrame: config.maxFrame,
                                               role: role.rawValue))
         return .replied
+    }
+
+    /// Whether `hello`'s `protocol` is 1; false for any other integer
+    /// (`unsupported_protocol`, then `bye`). Integers are every `.int` and,
+    /// beyond 64 bits, every `.double` of magnitude ≥ 2^63: the JSON reader
+    /// gives `.int` for each exact integer that fits, so a smaller `.double`
+    /// has a fraction.
+    ///
+    /// - Throws: `invalid_request` when `protocol` is missing or not an
+    ///   integer (`"1"`, `1.5`, `1e-400`); the connection keeps awaiting `hello`.
+    static func asksForProtocolOne(_ request: Request) throws(ProtocolError) -> Bool {
+        switch request.value("protocol") {
+        case .int(let version)?:
+            return version == 1
+        case .double(let number)? where number.magnitude >= 0x1p63:
+            return false
+        case nil, .null?:
+            throw ProtocolError(.invalidRequest, "field 'protocol' is required (an integer; this server speaks protocol 1)")
+        case let other?:
+            throw ProtocolError(.invalidRequest,
+                "field 'protocol' must be an integer (this server speaks protocol 1), got \(other.errorDescription)")
+        }
     }
 }

@@ -21,7 +21,7 @@ struct DeLorean: ParsableCommand {
     struct SetDestination: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Set the destination time (while parked).")
         @Argument(help: "The car: NAME or delorean/NAME.") var car: String
-        @Argument(help: "Destination, ISO 8601, e.g. 1955-11-12T22:04:00Z.") var time: String
+        @Argument(help: "Destination, ISO 8601 with a zone (Z or ±hh:mm), e.g. 1955-11-12T22:04:00Z.") var time: String
         @OptionGroup var options: ConnectionOptions
         func run() throws { try SimpleAction.run("delorean", car, "set_destination", ["time": .string(time)], options: options) }
     }

@@ -69,10 +69,10 @@ struct Dispatch: ParsableCommand {
     @Argument(help: "Travel path, e.g. AC.")
     var path: String
 
-    @Option(help: ArgumentHelp("Departure, ISO 8601 (default: now).", valueName: "time"))
+    @Option(help: ArgumentHelp("Departure, ISO 8601 with a zone, e.g. 2015-10-21T16:29:00Z (default: now).", valueName: "time"))
     var departsAt: String?
 
-    @Option(help: "A note for the board (up to 200 characters).")
+    @Option(help: "A note for the board (up to 200 characters and 800 bytes of UTF-8).")
     var note: String?
 
     @OptionGroup var board: BoardOption

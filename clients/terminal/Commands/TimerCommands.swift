@@ -15,11 +15,11 @@ struct Timers: ParsableCommand {
     struct Add: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Add a countdown (give --in or --at).")
         @Argument(help: "The list: NAME or timers/NAME.") var list: String
-        @Option(help: "What happens (1–100 characters).") var event: String
-        @Option(help: "Where (up to 100 characters).") var location = ""
+        @Option(help: "What happens (1–100 characters, at most 400 bytes of UTF-8).") var event: String
+        @Option(help: "Where (up to 100 characters and 400 bytes of UTF-8).") var location = ""
         @Option(name: .customLong("in"), help: ArgumentHelp("Time left, e.g. 90, 90s, 10m, 1h30m.", valueName: "duration"))
         var remaining: String?
-        @Option(help: ArgumentHelp("When it happens, ISO 8601.", valueName: "time")) var at: String?
+        @Option(help: ArgumentHelp("When it happens, ISO 8601 with a zone, e.g. 1985-11-12T22:04:00Z.", valueName: "time")) var at: String?
         @OptionGroup var options: ConnectionOptions
 
         func validate() throws {
