@@ -62,7 +62,7 @@ let package = Package(
         .executableTarget(
             name: "outatime-server",
             dependencies: [
-                "OutaTimeServer",
+                "OutaTimeServer", "OutaTimeProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -23,7 +23,8 @@ final class Server {
         case stopped
     }
 
-    static let version = "outatime/0.1.0"
+    /// `hello` and `stats` report it (one place: ``OutaTimeVersion``).
+    static let version = OutaTimeVersion.serverName
 
     let config: ServerConfig
     let logger: Logger
@@ -43,7 +44,8 @@ final class Server {
     var nextSerial = 0
     var channels: [String: Channel] = [:]
     var subscriptions = SubscriptionIndex()
-    let tokens: [String: AccessToken]?
+    /// The accepted tokens; nil in anonymous mode. Replaced by ``reload()``.
+    var tokens: TokenTable?
 
     var nextTicket: UInt64 = 0
     /// Channels with an open batch, submitted before the loop waits.
@@ -80,7 +82,13 @@ final class Server {
         self.clock = clock
         self.loop = try Loop()
         self.store = try Store(path: config.databasePath)
-        self.tokens = config.tokens.map { Dictionary($0.map { ($0.token, $0) }, uniquingKeysWith: { first, _ in first }) }
+        if let entries = config.tokens {
+            self.tokens = TokenTable(entries)
+        } else if let path = config.tokensFile {
+            self.tokens = try TokenTable.load(from: path)
+        } else {
+            self.tokens = nil
+        }
         self.bootID = String((0..<6).map { _ in "0123456789abcdefghijklmnopqrstuvwxyz".randomElement()! })
         // The inbox exists before the writer that reports through it; its
         // handler is attached once `self` is fully initialised.
@@ -129,6 +137,12 @@ final class Server {
                 }
                 signals.append(signal)
             }
+            let hangup = Signal(loop: loop)
+            try hangup.start(SIGHUP) { [unowned self] _ in
+                self.logger.notice("SIGHUP received, reloading")
+                self.reload()
+            }
+            signals.append(hangup)
         }
         transition(to: .running)
         let address = listener.localAddress!
@@ -242,6 +256,8 @@ final class Server {
             pendingReads.removeValue(forKey: ticket)?(result)
         case .shutdownRequested:
             beginShutdown()
+        case .reloadRequested(let answer):
+            answer.set(reload())
         }
     }
 
@@ -272,6 +288,7 @@ final class Server {
             // process once the watchers are gone (exit 0 stays exit 0).
             Signal.ignore(SIGINT)
             Signal.ignore(SIGTERM)
+            Signal.ignore(SIGHUP)  // its default action ends the process
         }
         for signal in signals { signal.close() }
         signals = []

@@ -63,6 +63,18 @@ public final class ServerHandle: Sendable {
     }
 }
 
+extension ServerHandle {
+    /// Reloads what can be reloaded, as SIGHUP does for the executable
+    /// (``ReloadReport``), and returns what was done once it is done.
+    /// Returns nil when the server has stopped (or does not answer within
+    /// `timeout` seconds).
+    public func reload(timeout: Double = 30) -> ReloadReport? {
+        let answer = ReloadAnswer()
+        guard sender.post(.reloadRequested(answer)) else { return nil }
+        return answer.wait(timeout: timeout)
+    }
+}
+
 /// Why ``ServerHandle/start(_:logger:)`` failed.
 public struct StartupError: Error, CustomStringConvertible, Sendable {
     /// The underlying error, as text.
@@ -97,7 +109,7 @@ extension Server {
     /// Returns true when it stopped cleanly.
     static func runForeground(config: ServerConfig, logger: Logger, onListening: (SocketAddress) -> Void) throws -> Bool {
         Signal.ignore(SIGPIPE)
-        Signal.unblock([SIGINT, SIGTERM])
+        Signal.unblock([SIGINT, SIGTERM, SIGHUP])
         let server = try Server(config: config, logger: logger)
         let address = try server.start(handleSignals: true)
         onListening(address)

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import OutaTimeProtocol
 import OutaTimeServer
 
 /// `outatime-server`: the OutaTime state-sync server.
@@ -11,13 +12,16 @@ struct OutaTimeServerCommand: ParsableCommand {
         discussion: """
             Clients speak protocol v1 (4-byte big-endian length + JSON object; see \
             protocol/PROTOCOL.md). State is kept in a SQLite database; the server prints \
-            one line 'listening on HOST:PORT' when ready and stops cleanly on Ctrl-C or SIGTERM.
+            one line 'listening on HOST:PORT' when ready and stops cleanly on Ctrl-C or SIGTERM. \
+            SIGHUP reloads the --tokens file without a restart (see --tokens).
 
             Examples:
               outatime-server                          # 127.0.0.1:1985, ./data
               outatime-server --port 0 --db /tmp/t.db  # any free port (printed)
               outatime-server --host 0.0.0.0 --tokens tokens.json
-            """
+              kill -HUP <pid>                          # re-read tokens.json
+            """,
+        version: OutaTimeVersion.versionLine
     )
 
     @Option(help: "Numeric address to listen on. A non-loopback address needs --tokens or --allow-anonymous.")
@@ -59,8 +63,13 @@ struct OutaTimeServerCommand: ParsableCommand {
     var historyLimit = 1000
 
     @Option(help: ArgumentHelp("""
-        JSON file listing access tokens: [{"token": "...", "name": "Marty", "role": "watch|operate|admin"}]. \
-        Without it every connection may operate.
+        JSON file of access tokens; clients must then send one in hello. Each entry: \
+        {"token": "...", "name": "Marty", "role": "watch|operate|admin"}, plus optionally \
+        "channels": ["starport/*", "timers/hill-valley"] to limit the token to those channels \
+        (patterns: KIND/NAME, KIND/*, or * for all). Without --tokens every connection may operate. \
+        SIGHUP re-reads the file: new connections use it at once; a connection whose token was \
+        removed gets 'bye unauthorized'; a bad file is logged and the old tokens stay. \
+        README.md, "Tokens and roles", has the details.
         """, valueName: "file"))
     var tokens: String?
 
@@ -85,7 +94,10 @@ struct OutaTimeServerCommand: ParsableCommand {
         config.allowAnonymous = allowAnonymous
         if let tokens {
             do {
-                config.tokens = try AccessToken.load(from: tokens)
+                // Read here so a bad file is a usage error (exit 64); the
+                // server re-reads `tokensFile` on SIGHUP.
+                config.tokens = try TokenTable.load(from: tokens).entries
+                config.tokensFile = tokens
             } catch {
                 throw ValidationError(error.message)
             }

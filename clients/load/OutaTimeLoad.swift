@@ -1,4 +1,5 @@
 import ArgumentParser
+import OutaTimeProtocol
 
 /// `outatime-load`: drives a running OutaTime server with many connections
 /// from a few event loops and reports throughput and latency percentiles.
@@ -22,6 +23,7 @@ struct OutaTimeLoad: ParsableCommand {
         it); 3 means the server cannot be reached. Runs of thousands of \
         connections need `ulimit -n` above the connection count.
         """,
+        version: OutaTimeVersion.versionLine,
         subcommands: [FanoutCommand.self, CommandsCommand.self, TimersCommand.self, ConnectionsCommand.self]
     )
 }

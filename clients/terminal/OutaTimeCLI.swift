@@ -1,4 +1,5 @@
 import ArgumentParser
+import OutaTimeProtocol
 
 /// `outatime`: the OutaTime terminal client.
 @main
@@ -23,6 +24,7 @@ struct OutaTimeCLI: ParsableCommand {
               outatime timers add hill-valley --event "Clock tower" --in 10m
               outatime laps lap morning-run
             """,
+        version: OutaTimeVersion.versionLine,
         subcommands: [
             List.self, Get.self, History.self, Stats.self, Publish.self,
             Catalog.self, Quote.self, Dispatch.self, Cancel.self,

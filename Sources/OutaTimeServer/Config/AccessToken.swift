@@ -1,4 +1,5 @@
 import Foundation
+import OutaTimeProtocol
 
 /// What a connection may do (contract §7): `watch` < `operate` < `admin`.
 public enum Role: String, Sendable, Codable, Comparable, CaseIterable {
@@ -20,47 +21,95 @@ public enum Role: String, Sendable, Codable, Comparable, CaseIterable {
     public static func < (lhs: Role, rhs: Role) -> Bool { lhs.rank < rhs.rank }
 }
 
-/// One entry of the tokens file: `{"token": "…", "name": "…", "role": "operate"}`.
-public struct AccessToken: Sendable, Codable, Equatable {
-    /// The secret a client sends in `hello`. Never logged.
-    public var token: String
+/// One entry of the tokens file:
+/// `{"token": "…", "name": "…", "role": "operate", "channels": ["starport/*"]}`.
+public struct AccessToken: Sendable, Equatable {
+    /// How a client's token is recognised. Never logged.
+    public var secret: TokenSecret
     /// The operator's display name, shown to other watchers.
     public var name: String
     /// What the token allows.
     public var role: Role
+    /// The channels the token may name (`channels`; every channel without it).
+    public var scope: ChannelScope
 
-    /// Creates a token entry.
-    public init(token: String, name: String, role: Role) {
-        self.token = token
+    /// Creates a token entry; `scope` defaults to every channel.
+    public init(token: String, name: String, role: Role, scope: ChannelScope = .everything) {
+        self.secret = .plain(Array(token.utf8))
         self.name = name
         self.role = role
+        self.scope = scope
     }
 
-    /// Reads a tokens file: a JSON array of entries. Errors name the file and
-    /// the problem, never a token's value.
-    public static func load(from path: String) throws(ConfigError) -> [AccessToken] {
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            throw ConfigError(message: "cannot read tokens file \(path): \(error.localizedDescription)")
+    /// The keys an entry may have. Any other key is refused rather than
+    /// ignored: a misspelt `"channel"` must not silently grant every channel.
+    static let keys = ["token", "name", "role", "channels"]
+
+    /// Reads one entry of a tokens file. The problem says what is wrong
+    /// with the entry, never a token's value.
+    init(entry: JSONValue) throws(EntryProblem) {
+        guard case .object(let fields) = entry else {
+            throw EntryProblem(name: nil, problem: "\(entry.typeNameWithArticle), not an object")
         }
-        let tokens: [AccessToken]
-        do {
-            tokens = try JSONDecoder().decode([AccessToken].self, from: data)
-        } catch {
-            throw ConfigError(message: "tokens file \(path) is not a JSON array of "
-                + "{\"token\", \"name\", \"role\"} objects with role watch, operate or admin")
+        if let unknown = fields.keys.sorted().first(where: { !Self.keys.contains($0) }) {
+            throw EntryProblem(name: nil, problem: "unknown key '\(unknown.prefix(40))'; the keys are \(Self.keys.joined(separator: ", "))")
         }
-        if tokens.isEmpty {
-            throw ConfigError(message: "tokens file \(path) lists no tokens: nobody could connect")
+        guard case .string(let name)? = fields["name"] else {
+            throw EntryProblem(name: nil, problem: "'name' (the display name) is missing or not a string")
         }
-        if let index = tokens.firstIndex(where: { $0.token.isEmpty }) {
-            throw ConfigError(message: "tokens file \(path): entry \(index) has an empty token")
+        func fail(_ problem: String) -> EntryProblem {
+            EntryProblem(name: name, problem: problem)
         }
-        if Set(tokens.map(\.token)).count != tokens.count {
-            throw ConfigError(message: "tokens file \(path) lists the same token twice")
+        // Where a `"sha256": "<hex>"` entry would be read, beside `token`.
+        guard case .string(let token)? = fields["token"] else {
+            throw fail("'token' is missing or not a string")
         }
-        return tokens
+        guard !token.isEmpty else { throw fail("the token is empty") }
+        let allowedRoles = Role.allCases.map(\.rawValue).joined(separator: ", ")
+        guard case .string(let roleText)? = fields["role"] else {
+            throw fail("'role' is missing or not a string; roles are \(allowedRoles)")
+        }
+        guard let role = Role(rawValue: roleText) else {
+            throw fail("role '\(roleText.prefix(40))' is not one of \(allowedRoles)")
+        }
+        var scope = ChannelScope.everything
+        if let channels = fields["channels"] {
+            guard case .array(let items) = channels else {
+                throw fail("'channels' is \(channels.typeNameWithArticle), not an array of channel patterns")
+            }
+            guard !items.isEmpty else {
+                throw fail("'channels' is empty: the token could use no channel (leave 'channels' out for every channel)")
+            }
+            var patterns: [ChannelPattern] = []
+            for item in items {
+                guard case .string(let text) = item else {
+                    throw fail("'channels' holds \(item.typeNameWithArticle); each pattern is a string")
+                }
+                do {
+                    patterns.append(try ChannelPattern.parse(text))
+                } catch {
+                    throw fail(error.message)
+                }
+            }
+            scope = .only(patterns)
+        }
+        self.init(token: token, name: name, role: role, scope: scope)
+    }
+}
+
+/// What is wrong with one tokens-file entry; ``TokenTable/load(from:)``
+/// adds the file and the entry's position.
+struct EntryProblem: Error {
+    /// The entry's display name, once it was read.
+    let name: String?
+    /// What is wrong and what is allowed.
+    let problem: String
+}
+
+extension JSONValue {
+    /// `a string`, `an object`, …, for messages.
+    var typeNameWithArticle: String {
+        let name = typeName
+        return (name.first.map { "aeiou".contains($0) } ?? false ? "an " : "a ") + name
     }
 }

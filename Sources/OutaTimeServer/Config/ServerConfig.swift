@@ -20,8 +20,14 @@ public struct ServerConfig: Sendable {
     public var lapTickMs = 100
     /// Durable events kept per channel for `history` and recovery.
     public var historyLimit = 1000
-    /// Access tokens; nil means no authentication (everyone `operate`).
+    /// Access tokens; nil (and no ``tokensFile``) means no authentication:
+    /// everyone `operate`, every channel.
     public var tokens: [AccessToken]? = nil
+    /// The tokens file (`--tokens`). Read again by every reload (SIGHUP,
+    /// ``ServerHandle/reload()``); read at start too when ``tokens`` is nil
+    /// (the executable reads it itself first, to refuse a bad file with
+    /// exit code 64).
+    public var tokensFile: String? = nil
     /// Allow listening on a non-loopback address without tokens.
     public var allowAnonymous = false
     /// A connection that has not sent `hello` within this time is closed.
@@ -80,7 +86,7 @@ public struct ServerConfig: Sendable {
         try require((1024...(64 << 20)).contains(tickBacklogBytes),
                     "--tick-backlog-bytes \(tickBacklogBytes) is out of range (1024…67108864 bytes)")
         try require(historyLimit >= 1000, "--history-limit \(historyLimit) is below the contract's minimum of 1000")
-        if tokens == nil && !Self.isLoopback(host) && !allowAnonymous {
+        if tokens == nil && tokensFile == nil && !Self.isLoopback(host) && !allowAnonymous {
             throw ConfigError(message: "refusing to listen on non-loopback address \(host) without --tokens: "
                 + "anyone could operate the boards. Pass --tokens FILE, or --allow-anonymous to accept that.")
         }

@@ -10,7 +10,7 @@ extension Server {
     /// its `event` before its `reply`), while the connection's next
     /// requests run (protocol §17, "Pipelining").
     func command(_ request: Request, on session: Session) throws(ProtocolError) -> Handled {
-        let name = try request.channel()
+        let name = try scopedChannel(request, for: session)
         let action = try request.string("action")
         let args = ActionArgs(try request.optionalObject("args") ?? [:])
         let kind = name.kind.behaviour

@@ -18,8 +18,9 @@ extension Server {
         var role = Role.operate
         var displayName = name ?? client ?? "anonymous"
         if let tokens {
-            // The token's value is never logged or echoed.
-            guard let token, let entry = tokens[token] else {
+            // The token's value is never logged or echoed; the lookup takes
+            // the same time whichever entry matches (TokenTable.match).
+            guard let token, let entry = tokens.match(PresentedToken(token)) else {
                 let problem = token == nil ? "no token was given" : "the token is not valid"
                 session.fail(request.id, ProtocolError(.unauthorized,
                     "this server requires a token in 'hello' and \(problem)"))
@@ -28,6 +29,7 @@ extension Server {
             }
             role = entry.role
             displayName = entry.name
+            session.credential = entry
         }
         if displayName.isEmpty { displayName = "anonymous" }
         session.role = role

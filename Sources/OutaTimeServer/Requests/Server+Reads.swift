@@ -11,7 +11,7 @@ extension Server {
     /// `subscribe`: join (creating the channel on first use), announce the
     /// new watcher to the others, reply with a snapshot or the missed events.
     func subscribe(_ request: Request, on session: Session) throws(ProtocolError) -> Handled {
-        let name = try request.channel()
+        let name = try scopedChannel(request, for: session)
         let since = try request.optionalInt("since", in: 0...Self.maxSeq)
         let key = name.description
         if !subscriptions.isSubscribed(session, to: key),
@@ -71,7 +71,7 @@ extension Server {
 
     /// `unsubscribe`: leave, and tell the remaining watchers.
     func unsubscribe(_ request: Request, on session: Session) throws(ProtocolError) -> Handled {
-        let key = try request.channel().description
+        let key = try scopedChannel(request, for: session).description
         guard subscriptions.remove(session, from: key) else {
             throw ProtocolError(.notSubscribed, "this connection is not subscribed to '\(key)'")
         }
@@ -83,14 +83,15 @@ extension Server {
 
     /// `get`: a snapshot without subscribing (creates the channel on first use).
     func get(_ request: Request, on session: Session) throws(ProtocolError) -> Handled {
-        let channel = openChannel(try request.channel())
+        let channel = openChannel(try scopedChannel(request, for: session))
         guard channel.pipeline.isSettled else { return .retry(channel) }
         session.reply(request.id, GetReply(channel: channel.key, kind: channel.name.kind, seq: channel.seq,
                                            state: wireState(of: channel)))
         return .replied
     }
 
-    /// `list`: every durable channel, optionally of one kind, sorted by name.
+    /// `list`: every durable channel in the connection's scope, optionally
+    /// of one kind, sorted by name.
     func list(_ request: Request, on session: Session) throws(ProtocolError) -> Handled {
         var kind: ChannelKind?
         if let text = try request.optionalString("kind") {
@@ -99,8 +100,9 @@ extension Server {
             }
             kind = parsed
         }
+        let scope = session.scope
         let summaries = channels.values
-            .filter { $0.pipeline.isDurable && (kind == nil || $0.name.kind == kind) }
+            .filter { $0.pipeline.isDurable && (kind == nil || $0.name.kind == kind) && scope.allows($0.name) }
             .sorted { $0.key < $1.key }
             .map { ChannelSummary(channel: $0.key, kind: $0.name.kind, seq: $0.seq,
                                   watchers: subscriptions.subscriberCount(of: $0.key)) }
@@ -110,7 +112,7 @@ extension Server {
 
     /// `history`: pages through the durable events (read off the loop thread).
     func history(_ request: Request, on session: Session) throws(ProtocolError) -> Handled {
-        let name = try request.channel()
+        let name = try scopedChannel(request, for: session)
         let after = try request.optionalInt("after", in: 0...Self.maxSeq) ?? 0
         let limit = try request.optionalInt("limit", in: 1...1000) ?? 100
         let key = name.description
@@ -141,7 +143,7 @@ extension Server {
 
     /// `publish`: an ephemeral message to every subscriber, encoded once.
     func publish(_ request: Request, on session: Session) throws(ProtocolError) -> Handled {
-        let key = try request.channel().description
+        let key = try scopedChannel(request, for: session).description
         guard let data = request.value("data") else {
             throw ProtocolError(.invalidRequest, "field 'data' is required (any JSON value)")
         }

@@ -9,4 +9,6 @@ enum ServerMessage: Sendable {
     case historyRead(ticket: UInt64, Result<[HistoryEvent], StoreFailure>)
     /// SIGINT/SIGTERM or ``ServerHandle/shutdown()``.
     case shutdownRequested
+    /// ``ServerHandle/reload()``: reload, then answer with the report.
+    case reloadRequested(ReloadAnswer)
 }

@@ -66,6 +66,11 @@ final class Session {
     private(set) var state = State.awaitingHello
     var decoder: FrameDecoder
     var role = Role.operate
+    /// The tokens-file entry `hello` matched (nil in anonymous mode): a
+    /// reload checks the connection against the new file by it.
+    var credential: AccessToken?
+    /// The channels this connection may name: its token's, else all.
+    var scope: ChannelScope { credential?.scope ?? .everything }
     var watcher: Watcher
     let connectedAt: UInt64
     var lastActivity: UInt64

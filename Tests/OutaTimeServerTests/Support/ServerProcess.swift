@@ -39,7 +39,7 @@ final class ServerProcess {
         try ServerProcess.withSignalsUnblocked { try process.run() }
     }
 
-    /// Runs `body` with SIGINT and SIGTERM unblocked on this thread. Test code
+    /// Runs `body` with SIGINT, SIGTERM and SIGHUP unblocked on this thread. Test code
     /// runs on dispatch worker threads, which block most signals, and a
     /// spawned child inherits that mask: it would never see the signals the
     /// tests send. The thread's own mask is restored afterwards.
@@ -48,6 +48,7 @@ final class ServerProcess {
         sigemptyset(&unblock)
         sigaddset(&unblock, SIGINT)
         sigaddset(&unblock, SIGTERM)
+        sigaddset(&unblock, SIGHUP)
         var previous = sigset_t()
         pthread_sigmask(SIG_UNBLOCK, &unblock, &previous)
         defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }

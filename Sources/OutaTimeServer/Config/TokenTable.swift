@@ -1,0 +1,80 @@
+import Foundation
+import OutaTimeProtocol
+
+/// The tokens a server accepts, as read from its tokens file (`--tokens`),
+/// and the one way a presented token is looked up.
+public struct TokenTable: Sendable {
+    /// The entries, in file order.
+    public let entries: [AccessToken]
+
+    /// A table of `entries` (as given, e.g. by tests).
+    public init(_ entries: [AccessToken]) {
+        self.entries = entries
+    }
+
+    /// The entry whose secret `presented` is, or nil.
+    ///
+    /// Every entry is compared, each in constant time
+    /// (``ConstantTime/equal(_:_:)``), and the hit is kept with a mask
+    /// rather than a branch or an early return: the time a `hello` takes
+    /// depends on the number of entries and the presented token's length,
+    /// not on which entry matched or how much of a token an attacker has
+    /// guessed. (A dictionary keyed by token would hash and compare the
+    /// presented bytes: not constant time.)
+    func match(_ presented: PresentedToken) -> AccessToken? {
+        var found = -1
+        for index in entries.indices {
+            let mask = 0 &- (entries[index].secret.matches(presented) ? 1 : 0)
+            found = (index & mask) | (found & ~mask)
+        }
+        return found >= 0 ? entries[found] : nil
+    }
+
+    /// The entry with the same secret as `entry` (the same token across a
+    /// reload), or nil when that token is no longer listed.
+    func entry(sameSecretAs entry: AccessToken) -> AccessToken? {
+        entries.first { $0.secret == entry.secret }
+    }
+
+    /// Reads a tokens file: a JSON array of entries (``AccessToken``).
+    /// Errors name the file, the entry (counting from 1, with its display
+    /// name once known) and the problem, never a token's value.
+    public static func load(from path: String) throws(ConfigError) -> TokenTable {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw ConfigError(message: "cannot read tokens file \(path): \(error.localizedDescription)")
+        }
+        let document: JSONValue
+        do {
+            document = try JSONValue.parse(data)
+        } catch {
+            throw ConfigError(message: "tokens file \(path) is not valid JSON: \(error)")
+        }
+        guard case .array(let items) = document else {
+            throw ConfigError(message: "tokens file \(path) must be a JSON array of "
+                + "{\"token\", \"name\", \"role\", \"channels\"?} objects, got \(document.typeNameWithArticle)")
+        }
+        if items.isEmpty {
+            throw ConfigError(message: "tokens file \(path) lists no tokens: nobody could connect")
+        }
+        var entries: [AccessToken] = []
+        var secrets = Set<TokenSecret>()
+        for (index, item) in items.enumerated() {
+            let entry: AccessToken
+            do {
+                entry = try AccessToken(entry: item)
+            } catch {
+                let named = error.name.map { " ('\($0.prefix(100))')" } ?? ""
+                throw ConfigError(message: "tokens file \(path): entry \(index + 1) of \(items.count)\(named): \(error.problem)")
+            }
+            guard secrets.insert(entry.secret).inserted else {
+                throw ConfigError(message: "tokens file \(path): entry \(index + 1) of \(items.count) ('\(entry.name)'): "
+                    + "repeats the token of an earlier entry; each token must be listed once")
+            }
+            entries.append(entry)
+        }
+        return TokenTable(entries)
+    }
+}
