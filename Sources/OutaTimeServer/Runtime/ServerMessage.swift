@@ -1,5 +1,6 @@
 import OutaTimeProtocol
 import OutaTimeStore
+import UV
 
 /// What other threads tell the loop, through its one inbox.
 enum ServerMessage: Sendable {
@@ -9,4 +10,6 @@ enum ServerMessage: Sendable {
     case historyRead(ticket: UInt64, Result<[HistoryEvent], StoreFailure>)
     /// SIGINT/SIGTERM or ``ServerHandle/shutdown()``.
     case shutdownRequested
+    /// ``ServerHandle/reloadTLS(_:)``: new TLS files, and where the outcome goes.
+    case reloadTLS(TLSFiles?, OneShot<Result<Void, TLSError>>)
 }
