@@ -96,7 +96,7 @@ let package = Package(
         .testTarget(name: "OutaTimeStoreTests", dependencies: ["OutaTimeStore"]),
         .testTarget(
             name: "OutaTimeServerTests",
-            dependencies: ["OutaTimeServer", "OutaTimeProtocol", "OutaTimeTestSupport", "outatime-server", "outatime", "outatime-load"]
+            dependencies: ["OutaTimeServer", "OutaTimeProtocol", "OutaTimeTestSupport", "OutaTimeTestKit", "outatime-server", "outatime", "outatime-load"]
         ),
         .testTarget(
             name: "OutaTimeClientTests",

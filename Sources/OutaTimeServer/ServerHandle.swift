@@ -64,10 +64,10 @@ public final class ServerHandle: Sendable {
     /// the same paths when nil) for new connections; established ones keep
     /// theirs. On failure the server keeps its current certificate and the
     /// error says why. Blocks until the loop has done it.
-    public func reloadTLS(_ files: TLSFiles? = nil) throws(TLSError) {
+    public func reloadTLS(_ files: TLSFiles? = nil) throws(ConfigError) {
         let reply = OneShot<Result<Void, TLSError>>()
-        guard sender.post(.reloadTLS(files, reply)) else { throw TLSError("the server has stopped") }
-        try reply.wait().get()
+        guard sender.post(.reloadTLS(files, reply)) else { throw ConfigError(message: "the server has stopped") }
+        if case .failure(let error) = reply.wait() { throw ConfigError(message: error.message) }
     }
 
     /// Blocks until the server's loop has exited. Returns true when the loop
