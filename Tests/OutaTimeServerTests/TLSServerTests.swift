@@ -76,3 +76,33 @@ struct TLSServerTests {
         }
     }
 }
+
+/// `outatime-load --tls` against the TLS listener.
+@Suite("outatime-load over TLS")
+struct LoadOverTLSTests {
+    @Test("fanout over TLS: every message delivered exactly once; a wrong CA is an error")
+    func fanout() throws {
+        let pki = try TestPKI()
+        let identity = try pki.issue("localhost", names: ["localhost"])
+        try withTestServer({ config in
+            config.tlsPort = 0
+            config.tls = TLSFiles(certificateFile: identity.certificateFile, privateKeyFile: identity.keyFile)
+        }) { server in
+            let run = try ToolRun.run("outatime-load", [
+                "fanout", "--tls", "--ca", pki.caFile, "--host", "localhost", "--port", "\(server.tlsPort)",
+                "--subscribers", "10", "--messages", "200", "--size", "64", "--duration", "10", "--stall-timeout", "10", "--json"])
+            #expect(run.status == 0, "stderr: \(run.stderr)\nstdout: \(run.stdout)")
+            let result = try #require(JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+            #expect(result["delivered"] as? Int == 10 * 200)
+            #expect(result["lost"] as? Int == 0)
+            #expect(result["errors"] as? Int == 0)
+
+            let stranger = try TestPKI(name: "Stranger CA")
+            let refused = try ToolRun.run("outatime-load", [
+                "fanout", "--ca", stranger.caFile, "--host", "localhost", "--port", "\(server.tlsPort)",
+                "--subscribers", "2", "--messages", "10", "--duration", "5", "--stall-timeout", "5"], timeout: 30)
+            #expect(refused.status != 0)
+            #expect((refused.stderr + refused.stdout).contains("certificate verify failed"), "\(refused.stderr)\n\(refused.stdout)")
+        }
+    }
+}
