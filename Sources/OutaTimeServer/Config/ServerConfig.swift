@@ -35,8 +35,8 @@ public struct ServerConfig: Sendable {
     public var allowPlaintext = false
     /// TLS handshake steps advanced per loop iteration at most; the others
     /// wait for the next iterations (a burst of handshakes cannot stall
-    /// everyone else's traffic). Each step costs at most one signature and
-    /// one key exchange (about 0.1 ms with the P-256 keys of the README).
+    /// everyone else's traffic). A step costs at most one signature and one
+    /// key exchange (not yet measured: docs/BENCHMARKS.md has no TLS figures).
     public var tlsHandshakesPerIteration = 32
     /// A connection that has not sent `hello` within this time is closed.
     /// For TLS, the handshake counts within this time.
