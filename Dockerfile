@@ -10,7 +10,7 @@ ARG SWIFT_VERSION=6.3
 FROM swift:${SWIFT_VERSION}-bookworm AS build
 
 RUN apt-get update \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libuv1-dev libsqlite3-dev \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libuv1-dev libsqlite3-dev libssl-dev \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /src
@@ -38,7 +38,7 @@ RUN swift build -c release --product outatime-server --static-swift-stdlib \
 FROM debian:bookworm-slim
 
 RUN apt-get update \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libuv1 libsqlite3-0 libstdc++6 tzdata ca-certificates \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libuv1 libsqlite3-0 libssl3 libstdc++6 tzdata ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 1985 --user-group --home-dir /data --no-create-home outatime \
  && mkdir -p /data \
@@ -55,6 +55,9 @@ EXPOSE 1985
 
 # Listens on every interface of the container and lets anyone in as
 # `operate` (--allow-anonymous): fine for a local try-out behind a loopback
-# port mapping. Production: mount a tokens file and replace --allow-anonymous
-# with --tokens /run/secrets/outatime-tokens.json (see README.md).
-CMD ["outatime-server", "--host", "0.0.0.0", "--port", "1985", "--db", "/data/outatime.sqlite", "--allow-anonymous"]
+# port mapping (--allow-plaintext: plain TCP on a non-loopback address).
+# Production: mount a tokens file and replace --allow-anonymous with
+# --tokens /run/secrets/outatime-tokens.json, and serve TLS instead of
+# --allow-plaintext: --tls-port 1986 --tls-cert … --tls-key … --no-plain
+# (see README.md).
+CMD ["outatime-server", "--host", "0.0.0.0", "--port", "1985", "--db", "/data/outatime.sqlite", "--allow-anonymous", "--allow-plaintext"]

@@ -14,8 +14,9 @@ PORT      ?= 1985
 DB        ?= ./data/outatime.sqlite
 TEST_ARGS ?=
 
-# Debian packages the build needs: libuv for the event loop, SQLite for GRDB.
-DEBIAN_PACKAGES := libuv1-dev libsqlite3-dev
+# Debian packages the build needs: libuv for the event loop, SQLite for GRDB,
+# OpenSSL 3 for TLS (and the openssl command, which the TLS tests use).
+DEBIAN_PACKAGES := libuv1-dev libsqlite3-dev libssl-dev openssl
 
 # Root installs directly; anyone else goes through sudo when it exists.
 SUDO := $(shell if [ "$$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then echo sudo; fi)
@@ -33,7 +34,7 @@ help: ## List the targets
 	@echo "Variables: SWIFT=$(SWIFT) HOST=$(HOST) PORT=$(PORT) DB=$(DB)"
 	@echo "           ARGS='extra server flags', e.g. make run ARGS='--log-level debug'"
 
-deps: ## Install the Debian packages libuv1-dev and libsqlite3-dev if missing
+deps: ## Install the Debian packages libuv1-dev, libsqlite3-dev, libssl-dev and openssl if missing
 	@if command -v dpkg-query >/dev/null 2>&1; then \
 	  missing=""; \
 	  for p in $(DEBIAN_PACKAGES); do \
@@ -46,10 +47,10 @@ deps: ## Install the Debian packages libuv1-dev and libsqlite3-dev if missing
 	  else \
 	    echo "deps: $(DEBIAN_PACKAGES) already installed"; \
 	  fi; \
-	elif command -v pkg-config >/dev/null 2>&1 && pkg-config --exists libuv sqlite3; then \
-	  echo "deps: libuv and sqlite3 found by pkg-config"; \
+	elif command -v pkg-config >/dev/null 2>&1 && pkg-config --exists libuv sqlite3 openssl; then \
+	  echo "deps: libuv, sqlite3 and openssl found by pkg-config"; \
 	else \
-	  echo "deps: not a Debian system; install libuv and SQLite (with headers) yourself" >&2; \
+	  echo "deps: not a Debian system; install libuv, SQLite and OpenSSL 3 (with headers) yourself" >&2; \
 	  exit 1; \
 	fi
 

@@ -24,7 +24,13 @@ let package = Package(
             pkgConfig: "libuv",
             providers: [.apt(["libuv1-dev"]), .brew(["libuv"])]
         ),
-        .target(name: "UV", dependencies: ["CLibUV"]),
+        // OpenSSL 3, seen only by the UV module (TLSContext, TLSStream, SHA256).
+        .systemLibrary(
+            name: "CLibSSL",
+            pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]
+        ),
+        .target(name: "UV", dependencies: ["CLibUV", "CLibSSL"]),
         .target(name: "OutaTimeProtocol"),
         .target(
             name: "OutaTimeDomain",
@@ -84,13 +90,13 @@ let package = Package(
         ),
         // Seeded randomness and encoding helpers shared by the unit tests.
         .target(name: "OutaTimeTestKit", dependencies: ["OutaTimeProtocol"], path: "Tests/OutaTimeTestKit"),
-        .testTarget(name: "UVTests", dependencies: ["UV"]),
+        .testTarget(name: "UVTests", dependencies: ["UV", "OutaTimeTestKit"]),
         .testTarget(name: "OutaTimeProtocolTests", dependencies: ["OutaTimeProtocol", "OutaTimeTestKit"]),
         .testTarget(name: "OutaTimeDomainTests", dependencies: ["OutaTimeDomain", "OutaTimeProtocol", "OutaTimeTestKit"]),
         .testTarget(name: "OutaTimeStoreTests", dependencies: ["OutaTimeStore"]),
         .testTarget(
             name: "OutaTimeServerTests",
-            dependencies: ["OutaTimeServer", "OutaTimeProtocol", "OutaTimeTestSupport", "outatime-server", "outatime", "outatime-load"]
+            dependencies: ["OutaTimeServer", "OutaTimeProtocol", "OutaTimeTestSupport", "OutaTimeTestKit", "outatime-server", "outatime", "outatime-load"]
         ),
         .testTarget(
             name: "OutaTimeClientTests",

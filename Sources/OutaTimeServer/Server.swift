@@ -56,7 +56,17 @@ final class Server {
     /// The thread running the loop: every entry point asserts it.
     private let loopThread = pthread_self()
 
-    private(set) var listener: TCPListener!
+    /// The plaintext listener (nil with `--no-plain`).
+    private(set) var listener: TCPListener?
+    /// The TLS listener (nil without `--tls-port`).
+    private(set) var tlsListener: TCPListener?
+    /// What new TLS connections are made from; replaced by ``reloadTLS(_:)``
+    /// (established connections keep the context they were made with).
+    private(set) var tlsContext: TLSContext?
+    /// The files ``tlsContext`` was loaded from.
+    private(set) var tlsFiles: TLSFiles?
+    /// Bounds the TLS handshake steps per loop iteration.
+    private var handshakeGate: TLSHandshakeGate?
     let inbox: AsyncInbox<ServerMessage>
     private var flusher: Prepare!
     /// Fires a deferred (coalesced) flush.
@@ -103,16 +113,64 @@ final class Server {
             sender.post(.committed(commits))
         }
         relay.handler = { [unowned self] message in self.handle(message) }
+        if let files = config.tls {
+            tlsContext = try Self.makeTLSContext(files)
+            tlsFiles = files
+        }
         try loadChannels()
     }
 
+    /// The bound addresses of ``start(handleSignals:)``.
+    struct Listening {
+        /// The plaintext listener's, if there is one.
+        var plain: SocketAddress?
+        /// The TLS listener's, if there is one.
+        var tls: SocketAddress?
+    }
+
+    private static func makeTLSContext(_ files: TLSFiles) throws(TLSError) -> TLSContext {
+        try TLSContext.server(certificateFile: files.certificateFile, privateKeyFile: files.privateKeyFile,
+                              clientCAFile: files.clientCAFile)
+    }
+
+    /// Loads the TLS certificate, key and client CA again — from `files`, or
+    /// from the same paths as before when nil — and uses them for every new
+    /// TLS connection; established ones keep theirs. On failure the current
+    /// context stays and the error says what is wrong. Loop thread only.
+    func reloadTLS(_ files: TLSFiles? = nil) throws(TLSError) {
+        assertOnLoopThread()
+        guard let files = files ?? tlsFiles else { throw TLSError("the server has no TLS listener to reload") }
+        let context: TLSContext
+        do {
+            context = try Self.makeTLSContext(files)
+        } catch {
+            logger.error("TLS reload failed, keeping the current certificate", metadata: ["error": "\(error)"])
+            throw error
+        }
+        tlsContext = context
+        tlsFiles = files
+        logger.notice("TLS certificate reloaded", metadata: ["cert": "\(files.certificateFile)"])
+    }
+
     /// Binds, listens and starts the per-iteration flush and the sweep timer.
-    /// Returns the bound address.
-    func start(handleSignals: Bool) throws -> SocketAddress {
-        let listener = TCPListener(loop: loop)
-        self.listener = listener
-        try listener.bind(SocketAddress(host: config.host, port: config.port))
-        try listener.listen { [unowned self] error in self.accept(error) }
+    /// Returns the bound addresses.
+    func start(handleSignals: Bool) throws -> Listening {
+        var bound = Listening()
+        if config.plainListener {
+            let listener = TCPListener(loop: loop)
+            self.listener = listener
+            try listener.bind(SocketAddress(host: config.host, port: config.port))
+            try listener.listen { [unowned self, unowned listener] error in self.accept(error, from: listener, tls: false) }
+            bound.plain = listener.localAddress
+        }
+        if let tlsPort = config.tlsPort {
+            let listener = TCPListener(loop: loop)
+            tlsListener = listener
+            try listener.bind(SocketAddress(host: config.host, port: tlsPort))
+            try listener.listen { [unowned self, unowned listener] error in self.accept(error, from: listener, tls: true) }
+            handshakeGate = TLSHandshakeGate(loop: loop, perIteration: config.tlsHandshakesPerIteration)
+            bound.tls = listener.localAddress
+        }
         scheduler = Scheduler<String>(loop: loop)
         scheduler.onDue = { [unowned self] key, now in self.clockDue(key, now: now) }
         recoverChannelsAfterRestart()
@@ -145,9 +203,14 @@ final class Server {
             signals.append(hangup)
         }
         transition(to: .running)
-        let address = listener.localAddress!
-        logger.info("listening", metadata: ["address": "\(address)", "db": "\(config.databasePath)"])
-        return address
+        if let address = bound.plain {
+            logger.info("listening", metadata: ["address": "\(address)", "db": "\(config.databasePath)"])
+        }
+        if let address = bound.tls {
+            logger.info("tls listening", metadata: ["address": "\(address)", "db": "\(config.databasePath)",
+                                                    "mtls": "\(tlsContext?.requiresClientCertificate ?? false)"])
+        }
+        return bound
     }
 
     /// Runs the loop until shutdown completes; true if the loop closed cleanly.
@@ -164,18 +227,30 @@ final class Server {
         }
     }
 
-    private func accept(_ error: UVError?) {
+    private func accept(_ error: UVError?, from listener: TCPListener, tls: Bool) {
         assertOnLoopThread()
         if let error {
             logger.warning("accept failed", metadata: ["error": "\(error)"])
             return
         }
-        guard let stream = try? listener.accept() else { return }
+        guard let tcp = try? listener.accept() else { return }
         guard case .running = phase else {
-            stream.close()
+            tcp.close()
             return
         }
-        stream.setNoDelay()
+        tcp.setNoDelay()
+        let stream: SocketStream
+        if tls, let tlsContext {
+            do {
+                stream = .tls(try TLSStream(accepting: tcp, context: tlsContext, gate: handshakeGate))
+            } catch {
+                logger.error("cannot start TLS on a connection", metadata: ["error": "\(error)"])
+                tcp.close()
+                return
+            }
+        } else {
+            stream = .tcp(tcp)
+        }
         nextSerial += 1
         counters.connectionsAccepted += 1
         let session = Session(serial: nextSerial, id: "\(bootID)-\(nextSerial)", stream: stream, server: self,
@@ -258,6 +333,13 @@ final class Server {
             beginShutdown()
         case .reloadRequested(let answer):
             answer.set(reload())
+        case .reloadTLS(let files, let reply):
+            do {
+                try reloadTLS(files)
+                reply.set(.success(()))
+            } catch {
+                reply.set(.failure(error))
+            }
         }
     }
 
@@ -277,6 +359,8 @@ final class Server {
     /// Closes the server's own handles once everything else is done.
     func closeOwnHandles() {
         listener?.close()
+        tlsListener?.close()
+        handshakeGate?.close()
         flusher?.close()
         flushTimer?.close()
         presenceTimer?.close()

@@ -6,16 +6,20 @@ import UV
 /// A running server on a thread of its own: for tests and for embedding.
 /// Thread-safe; ``shutdown()`` and ``wait()`` may be called from anywhere.
 public final class ServerHandle: Sendable {
-    /// The bound port (the real one when configured with port 0).
+    /// The plaintext listener's port (the real one when configured with
+    /// port 0); 0 when there is no plaintext listener (`plainListener` false).
     public let port: Int
+    /// The TLS listener's port, if there is one.
+    public let tlsPort: Int?
     /// The bound host.
     public let host: String
     private let sender: InboxSender<ServerMessage>
     private let finished: Finished
 
-    private init(host: String, port: Int, sender: InboxSender<ServerMessage>, finished: Finished) {
+    private init(host: String, port: Int, tlsPort: Int?, sender: InboxSender<ServerMessage>, finished: Finished) {
         self.host = host
         self.port = port
+        self.tlsPort = tlsPort
         self.sender = sender
         self.finished = finished
     }
@@ -28,7 +32,7 @@ public final class ServerHandle: Sendable {
         let finished = Finished()
         let thread = Thread {
             let server: Server
-            let address: SocketAddress
+            let address: Server.Listening
             do {
                 server = try Server(config: config, logger: logger)
                 address = try server.start(handleSignals: false)
@@ -43,7 +47,8 @@ public final class ServerHandle: Sendable {
         thread.start()
         switch started.wait() {
         case .success(let (address, sender)):
-            return ServerHandle(host: address.host, port: address.port, sender: sender, finished: finished)
+            return ServerHandle(host: (address.plain ?? address.tls)!.host, port: address.plain?.port ?? 0,
+                                tlsPort: address.tls?.port, sender: sender, finished: finished)
         case .failure(let error):
             throw error
         }
@@ -53,6 +58,16 @@ public final class ServerHandle: Sendable {
     /// connection); returns at once. Idempotent.
     public func shutdown() {
         sender.post(.shutdownRequested)
+    }
+
+    /// Loads the TLS certificate, key and client CA again (from `files`, or
+    /// the same paths when nil) for new connections; established ones keep
+    /// theirs. On failure the server keeps its current certificate and the
+    /// error says why. Blocks until the loop has done it.
+    public func reloadTLS(_ files: TLSFiles? = nil) throws(ConfigError) {
+        let reply = OneShot<Result<Void, TLSError>>()
+        guard sender.post(.reloadTLS(files, reply)) else { throw ConfigError(message: "the server has stopped") }
+        if case .failure(let error) = reply.wait() { throw ConfigError(message: error.message) }
     }
 
     /// Blocks until the server's loop has exited. Returns true when the loop
@@ -83,7 +98,7 @@ public struct StartupError: Error, CustomStringConvertible, Sendable {
 }
 
 /// A one-shot value handed from the loop thread to a waiting thread.
-private final class OneShot<Value: Sendable>: Sendable {
+final class OneShot<Value: Sendable>: Sendable {
     private let state = Mutex<Value?>(nil)
     private let semaphore = DispatchSemaphore(value: 0)
 
@@ -100,14 +115,14 @@ private final class OneShot<Value: Sendable>: Sendable {
     }
 }
 
-private typealias Started = OneShot<Result<(SocketAddress, InboxSender<ServerMessage>), StartupError>>
+private typealias Started = OneShot<Result<(Server.Listening, InboxSender<ServerMessage>), StartupError>>
 private typealias Finished = OneShot<Bool>
 
 extension Server {
     /// Runs a server on the calling thread until SIGINT/SIGTERM: the
     /// executable's entry point. `onListening` gets the bound address.
     /// Returns true when it stopped cleanly.
-    static func runForeground(config: ServerConfig, logger: Logger, onListening: (SocketAddress) -> Void) throws -> Bool {
+    static func runForeground(config: ServerConfig, logger: Logger, onListening: (Listening) -> Void) throws -> Bool {
         Signal.ignore(SIGPIPE)
         Signal.unblock([SIGINT, SIGTERM, SIGHUP])
         let server = try Server(config: config, logger: logger)
@@ -120,7 +135,13 @@ extension Server {
 /// Runs the server in the foreground (see `outatime-server`).
 public enum ServerRunner {
     /// Runs until SIGINT/SIGTERM; true when everything closed cleanly.
-    public static func run(config: ServerConfig, logger: Logger, onListening: (String, Int) -> Void) throws -> Bool {
-        try Server.runForeground(config: config, logger: logger) { onListening($0.host, $0.port) }
+    /// `onListening` gets the plaintext listener's host and port, then
+    /// `onTLSListening` the TLS listener's (each only if it exists).
+    public static func run(config: ServerConfig, logger: Logger, onListening: (String, Int) -> Void,
+                           onTLSListening: (String, Int) -> Void = { _, _ in }) throws -> Bool {
+        try Server.runForeground(config: config, logger: logger) { bound in
+            if let plain = bound.plain { onListening(plain.host, plain.port) }
+            if let tls = bound.tls { onTLSListening(tls.host, tls.port) }
+        }
     }
 }

@@ -18,5 +18,13 @@ public final class OwnedBytes: ByteChunk {
         bytes = UnsafeRawBufferPointer(rebasing: buffer[0..<source.count])
     }
 
+    /// Allocates `capacity` bytes and lets `fill` write them; keeps the
+    /// count it returns (at most `capacity`).
+    init(capacity: Int, fill: (UnsafeMutableRawBufferPointer) -> Int) {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(capacity, 1), alignment: 1)
+        let count = min(max(fill(buffer), 0), capacity)
+        bytes = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
+    }
+
     deinit { bytes.deallocate() }
 }

@@ -12,6 +12,9 @@ public final class Loop {
     /// array on `uv_write`, so only the bytes must outlive the call.
     let writeScratch: UnsafeMutablePointer<uv_buf_t>
     private var closed = false
+    /// Where ``TLSStream`` gathers small writes into one TLS record;
+    /// allocated by the first TLS stream of the loop.
+    var recordScratch: UnsafeMutableRawBufferPointer?
 
     /// Size of the shared read buffer: the most one read callback delivers.
     public static let readBufferSize = 64 * 1024
@@ -37,6 +40,7 @@ public final class Loop {
         raw.deallocate()
         readBuffer.deallocate()
         writeScratch.deallocate()
+        recordScratch?.deallocate()
     }
 
     /// Runs until no active handle is left or ``stop()`` is called.

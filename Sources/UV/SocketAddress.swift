@@ -57,6 +57,13 @@ public struct SocketAddress: Sendable, CustomStringConvertible {
         host == "localhost" || host == "::1" || host.hasPrefix("127.")
     }
 
+    /// True when `host` is a numeric IPv4 or IPv6 address (not a name).
+    public static func isNumeric(_ host: String) -> Bool {
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        return inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1
+    }
+
     /// `host:port`, with brackets around IPv6 hosts.
     public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 

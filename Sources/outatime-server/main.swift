@@ -11,24 +11,53 @@ struct OutaTimeServerCommand: ParsableCommand {
         abstract: "Serve OutaTime's shared boards (DeLorean, starport, timers, laps) over TCP.",
         discussion: """
             Clients speak protocol v1 (4-byte big-endian length + JSON object; see \
-            protocol/PROTOCOL.md). State is kept in a SQLite database; the server prints \
-            one line 'listening on HOST:PORT' when ready and stops cleanly on Ctrl-C or SIGTERM. \
-            SIGHUP reloads the --tokens file without a restart (see --tokens).
+            protocol/PROTOCOL.md), in plain TCP and/or TLS. State is kept in a SQLite database; \
+            the server prints 'listening on HOST:PORT' (plain) and 'tls listening on HOST:PORT' \
+            (TLS) when ready and stops cleanly on Ctrl-C or SIGTERM. SIGHUP reloads the --tokens \
+            file and the TLS certificate, key and client CAs without a restart.
 
             Examples:
               outatime-server                          # 127.0.0.1:1985, ./data
               outatime-server --port 0 --db /tmp/t.db  # any free port (printed)
-              outatime-server --host 0.0.0.0 --tokens tokens.json
-              kill -HUP <pid>                          # re-read tokens.json
+              outatime-server --host 0.0.0.0 --tokens tokens.json \\
+                --tls-port 1986 --tls-cert server.pem --tls-key server.key --no-plain
+              kill -HUP <pid>                          # re-read tokens.json and the TLS files
             """,
         version: OutaTimeVersion.versionLine
     )
 
-    @Option(help: "Numeric address to listen on. A non-loopback address needs --tokens or --allow-anonymous.")
+    @Option(help: """
+        Numeric address to listen on. A non-loopback address needs --tokens (or --allow-anonymous), \
+        and a plaintext listener there needs --allow-plaintext (or use --no-plain with TLS).
+        """)
     var host = "127.0.0.1"
 
-    @Option(help: "TCP port to listen on; 0 picks any free port (the real one is printed).")
+    @Option(help: "TCP port of the plaintext listener; 0 picks any free port (the real one is printed).")
     var port = 1985
+
+    @Option(help: ArgumentHelp("""
+        TCP port of a TLS listener on --host, beside the plaintext one (or instead of it with \
+        --no-plain); 0 picks any free port. Needs --tls-cert and --tls-key.
+        """, valueName: "port"))
+    var tlsPort: Int?
+
+    @Option(help: ArgumentHelp("PEM file with the server's TLS certificate, followed by any intermediate certificates.", valueName: "file"))
+    var tlsCert: String?
+
+    @Option(help: ArgumentHelp("PEM file with the private key of --tls-cert.", valueName: "file"))
+    var tlsKey: String?
+
+    @Option(help: ArgumentHelp("""
+        PEM file of the CAs whose client certificates are accepted: TLS clients must then present one \
+        (mutual TLS).
+        """, valueName: "file"))
+    var tlsClientCa: String?
+
+    @Flag(help: "No plaintext listener: serve TLS only (on --tls-port).")
+    var noPlain = false
+
+    @Flag(help: "Allow a plaintext listener on a non-loopback --host (tokens and boards cross the network in clear).")
+    var allowPlaintext = false
 
     @Option(help: ArgumentHelp("SQLite database file; its folder is created if missing.", valueName: "path"))
     var db = "./data/outatime.sqlite"
@@ -92,6 +121,15 @@ struct OutaTimeServerCommand: ParsableCommand {
         config.tickBacklogBytes = tickBacklogBytes
         config.historyLimit = historyLimit
         config.allowAnonymous = allowAnonymous
+        config.allowPlaintext = allowPlaintext
+        config.plainListener = !noPlain
+        config.tlsPort = tlsPort
+        if tlsCert != nil || tlsKey != nil || tlsClientCa != nil {
+            guard let tlsCert, let tlsKey else {
+                throw ValidationError("--tls-cert and --tls-key go together (and --tls-client-ca needs both)")
+            }
+            config.tls = TLSFiles(certificateFile: tlsCert, privateKeyFile: tlsKey, clientCAFile: tlsClientCa)
+        }
         if let tokens {
             do {
                 // Read here so a bad file is a usage error (exit 64); the
@@ -128,11 +166,14 @@ struct OutaTimeServerCommand: ParsableCommand {
         let config = try makeConfig()
         let clean: Bool
         do {
-            clean = try ServerRunner.run(config: config, logger: logger) { host, port in
+            func announce(_ prefix: String, _ host: String, _ port: Int) {
                 let shown = host.contains(":") ? "[\(host)]" : host
                 // Unbuffered: scripts and tests wait for this line on a pipe.
-                FileHandle.standardOutput.write(Data("listening on \(shown):\(port)\n".utf8))
+                FileHandle.standardOutput.write(Data("\(prefix)listening on \(shown):\(port)\n".utf8))
             }
+            clean = try ServerRunner.run(config: config, logger: logger,
+                                         onListening: { announce("", $0, $1) },
+                                         onTLSListening: { announce("tls ", $0, $1) })
         } catch {
             FileHandle.standardError.write(Data("outatime-server: error: cannot start: \(error)\n".utf8))
             throw ExitCode(1)

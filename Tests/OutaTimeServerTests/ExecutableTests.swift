@@ -75,9 +75,20 @@ struct ExecutableTests {
         #expect(stderr.contains("allow-anonymous"), "the message should say how to allow it: \(stderr)")
     }
 
-    @Test("a non-loopback host with --allow-anonymous listens")
-    func allowAnonymousPublicHost() throws {
+    @Test("a plaintext listener on a non-loopback host without --allow-plaintext is refused")
+    func refusesPublicPlaintext() throws {
         let server = try ServerProcess(["--host", "0.0.0.0", "--port", "0", "--allow-anonymous", "--log-level", "error"])
+        let status = server.waitForExit()
+        #expect(status == 64, "a configuration error exits with EX_USAGE (64): \(String(describing: status))")
+        let stderr = server.stderrText
+        #expect(stderr.contains("refusing a plaintext listener on non-loopback address 0.0.0.0"), "\(stderr)")
+        #expect(stderr.contains("--allow-plaintext") && stderr.contains("--no-plain"), "says how to fix it: \(stderr)")
+    }
+
+    @Test("a non-loopback host with --allow-anonymous and --allow-plaintext listens")
+    func allowAnonymousPublicHost() throws {
+        let server = try ServerProcess(["--host", "0.0.0.0", "--port", "0", "--allow-anonymous", "--allow-plaintext",
+                                        "--log-level", "error"])
         let listening = try #require(server.awaitListening(), "stderr: \(server.stderrText)")
         #expect(listening.host == "0.0.0.0")
         let client = try TestClient(port: listening.port)

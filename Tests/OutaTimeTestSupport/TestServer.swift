@@ -36,6 +36,8 @@ public final class TestServer {
 
     /// The bound port.
     public var port: Int { handle.port }
+    /// The TLS listener's port (configured with `tlsPort`).
+    public var tlsPort: Int { handle.tlsPort ?? 0 }
 
     /// Starts a server on `databasePath` and `port` (0: any free port);
     /// `configure` adjusts the options. Without a `logger`, only critical

@@ -22,6 +22,13 @@ struct LoadOptions: ParsableArguments {
     @Flag(help: "Print the result as one JSON object instead of a table.")
     var json = false
 
+    @Flag(help: "Connect with TLS (to the server's --tls-port); the certificate must be valid for --host.")
+    var tls = false
+
+    @Option(help: ArgumentHelp("PEM file of the CA that signed the server's certificate; implies --tls (default: the system's CAs).",
+                               valueName: "file"))
+    var ca: String?
+
     func validateShared() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0…65535, got \(port)") }
         guard duration > 0 else { throw ValidationError("--duration must be positive, got \(duration)") }
@@ -34,6 +41,14 @@ struct LoadOptions: ParsableArguments {
     func prepareRun() throws -> (address: SocketAddress, fileLimit: UInt64?) {
         Signal.ignore(SIGPIPE)
         let fileLimit = OpenFileLimit.raise()
+        if tls || ca != nil {
+            do {
+                LoadConnection.tls = (try TLSContext.client(caFile: ca), host)
+            } catch {
+                Report.progress("outatime-load: \(error)")
+                throw ExitCode(3)
+            }
+        }
         do {
             return (try AddressLookup.resolve(host: host, port: port), fileLimit)
         } catch {

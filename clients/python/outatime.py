@@ -1,7 +1,8 @@
 """A small, synchronous Python client for the OutaTime wire protocol, version 1.
 
 Written from ``protocol/PROTOCOL.md`` alone, with the Python 3.11 standard
-library only. One :class:`Client` is one TCP connection to ``outatime-server``:
+library only. One :class:`Client` is one TCP connection (plain, or TLS with ``tls=True``,
+through :mod:`ssl`) to ``outatime-server``:
 
     from outatime import Client, OutaTimeError
 
@@ -33,6 +34,7 @@ from __future__ import annotations
 import collections
 import json
 import socket
+import ssl
 import struct
 import time
 from dataclasses import dataclass, field
@@ -216,6 +218,14 @@ class Client:
     display name others see; ``token`` is needed when the server has a tokens
     file (section 4).
 
+    ``tls=True`` speaks TLS (1.2 or later) to the server's TLS listener
+    (``--tls-port``): the server's certificate must chain to ``ca_file`` (or
+    the system's trusted CAs when None) and be valid for ``host``. A refused
+    certificate raises :class:`ConnectionClosed` with code ``tls_failed``.
+    ``cert_file`` and ``key_file`` present a client certificate, for servers
+    started with ``--tls-client-ca``. ``ssl_context`` replaces all of that
+    with a context of your own.
+
     After :meth:`close` (or a ``bye``), :meth:`connect` may be called again on
     the same object: :attr:`channels` is kept, so :meth:`recover` can ask for
     only the events missed meanwhile (section 9).
@@ -228,8 +238,18 @@ class Client:
         name: Optional[str] = None,
         token: Optional[str] = None,
         timeout: float = 5.0,
+        tls: bool = False,
+        ca_file: Optional[str] = None,
+        cert_file: Optional[str] = None,
+        key_file: Optional[str] = None,
+        ssl_context: Optional[ssl.SSLContext] = None,
     ) -> None:
         self.host: str = host
+        self.tls: bool = tls or ssl_context is not None
+        self.ca_file: Optional[str] = ca_file
+        self.cert_file: Optional[str] = cert_file
+        self.key_file: Optional[str] = key_file
+        self.ssl_context: Optional[ssl.SSLContext] = ssl_context
         self.port: int = port
         self.name: Optional[str] = name
         self.token: Optional[str] = token
@@ -272,6 +292,8 @@ class Client:
         except OSError as exc:
             raise ConnectionClosed("connect_failed", f"cannot connect to {self.host}:{self.port}: {exc}") from exc
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self.tls:
+            sock = self._start_tls(sock)
         self._sock = sock
         fields: Dict[str, JSON] = {"protocol": PROTOCOL_VERSION, "client": CLIENT_NAME}
         if self.name is not None:
@@ -284,6 +306,35 @@ class Client:
             self.close()
             raise
         return self.hello
+
+    def _make_ssl_context(self) -> ssl.SSLContext:
+        if self.ssl_context is not None:
+            return self.ssl_context
+        try:
+            ctx = ssl.create_default_context(cafile=self.ca_file)
+            ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+            if self.cert_file is not None:
+                ctx.load_cert_chain(self.cert_file, self.key_file)
+        except (OSError, ssl.SSLError) as exc:
+            raise ConnectionClosed("tls_failed", f"cannot set up TLS: {exc}") from exc
+        return ctx
+
+    def _start_tls(self, sock: socket.socket) -> socket.socket:
+        """Wrap ``sock`` in TLS and finish the handshake (name checked against ``host``)."""
+        try:
+            ctx = self._make_ssl_context()
+            return ctx.wrap_socket(sock, server_hostname=self.host)
+        except ssl.SSLCertVerificationError as exc:
+            sock.close()
+            raise ConnectionClosed(
+                "tls_failed", f"TLS handshake with {self.host}:{self.port} failed: "
+                f"certificate verify failed: {exc.verify_message}") from exc
+        except socket.timeout as exc:
+            sock.close()
+            raise OutaTimeTimeout(f"the TLS handshake with {self.host}:{self.port} took longer than {self.timeout} s") from exc
+        except (ssl.SSLError, OSError) as exc:
+            sock.close()
+            raise ConnectionClosed("tls_failed", f"TLS handshake with {self.host}:{self.port} failed: {exc}") from exc
 
     def close(self) -> None:
         """Close the connection (idempotent). Queued pushes stay readable."""
@@ -360,6 +411,9 @@ class Client:
         except socket.timeout as exc:
             self.close()
             raise OutaTimeTimeout(f"sending a frame took longer than {self.timeout} s") from exc
+        except ssl.SSLError as exc:
+            self.close()
+            raise ConnectionClosed("tls_failed", f"sending failed: {exc}") from exc
         except OSError as exc:
             self.close()
             raise ConnectionClosed("connection_closed", f"sending failed: {exc}") from exc
@@ -570,6 +624,11 @@ class Client:
                 chunk = sock.recv(min(max(65536, n - len(self._buf)), 1 << 20))
             except socket.timeout:
                 continue
+            except ssl.SSLError as exc:
+                # e.g. the server refused our client certificate (TLS 1.3
+                # reports that after the handshake, on the first read).
+                self.close()
+                raise ConnectionClosed("tls_failed", f"reading failed: {exc}") from exc
             except OSError as exc:
                 self.close()
                 raise ConnectionClosed("connection_closed", f"reading failed: {exc}") from exc

@@ -11,6 +11,18 @@ struct ConnectionOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Server port (env OUTATIME_PORT).", valueName: "port"))
     var port: Int = Int(ProcessInfo.processInfo.environment["OUTATIME_PORT"] ?? "") ?? 1985
 
+    @Flag(help: """
+        Speak TLS (to the server's --tls-port); the certificate must be valid for --host \
+        (env OUTATIME_TLS=1).
+        """)
+    var tls = false
+
+    @Option(help: ArgumentHelp("""
+        PEM file of the CA that signed the server's certificate; implies --tls. Without it the \
+        system's trusted CAs are used (env OUTATIME_CA).
+        """, valueName: "file"))
+    var ca: String?
+
     @Option(help: ArgumentHelp("Access token when the server uses --tokens (env OUTATIME_TOKEN).", valueName: "token"))
     var token: String?
 
@@ -28,7 +40,17 @@ struct ConnectionOptions: ParsableArguments {
         return ClientOptions(host: host, port: port,
                              name: name ?? environment["OUTATIME_NAME"] ?? environment["USER"],
                              client: "outatime-cli/0.1",
-                             token: token ?? environment["OUTATIME_TOKEN"], reconnect: false)
+                             token: token ?? environment["OUTATIME_TOKEN"], reconnect: false,
+                             tls: tlsOptions)
+    }
+
+    /// TLS from `--tls`/`--ca` or `OUTATIME_TLS`/`OUTATIME_CA`; nil for plain TCP.
+    var tlsOptions: TLSOptions? {
+        let environment = ProcessInfo.processInfo.environment
+        let caFile = ca ?? environment["OUTATIME_CA"].flatMap { $0.isEmpty ? nil : $0 }
+        let fromEnvironment = ["1", "true", "yes", "on"].contains(environment["OUTATIME_TLS"]?.lowercased() ?? "")
+        guard tls || fromEnvironment || caFile != nil else { return nil }
+        return TLSOptions(caFile: caFile)
     }
 
     /// Connects, runs `body`, prints its result; maps failures to exit codes

@@ -31,7 +31,7 @@ extension OutaTimeConnection {
             return
         }
         let stream = TCPStream(loop: loop)
-        let link = Link(stream: stream, now: loop.now)
+        let link = Link(stream: .tcp(stream), now: loop.now)
         self.link = link
         stream.connect(to: address) { [self] error in
             guard attemptID == id, self.link === link else { return }
@@ -45,10 +45,21 @@ extension OutaTimeConnection {
         }
     }
 
-    /// The TCP connection is up: start reading and say `hello`.
+    /// The TCP connection is up: start TLS if asked, start reading and say
+    /// `hello` (over TLS it leaves once the handshake is done).
     private func linkConnected(_ link: Link) {
+        link.stream.setNoDelay()
+        if let tls = options.tls {
+            do {
+                let context = try TLSContext.client(caFile: tls.caFile, certificateFile: tls.certificateFile,
+                                                    privateKeyFile: tls.privateKeyFile)
+                link.stream = .tls(try TLSStream(connecting: link.stream.tcp, context: context, host: options.host))
+            } catch {
+                drop(.tlsFailed(error.message))
+                return
+            }
+        }
         let stream = link.stream
-        stream.setNoDelay()
         stream.onWriteError = { [self] error in
             guard self.link === link else { return }
             drop(.ioError(error))
@@ -58,7 +69,11 @@ extension OutaTimeConnection {
                 onData: { [self] bytes in received(bytes, on: link) },
                 onEnd: { [self] error in
                     guard self.link === link else { return }
-                    drop(error.isEOF ? .endOfStream : .ioError(error))
+                    if let failure = stream.tlsFailure {
+                        drop(.tlsFailed("TLS with \(options.host):\(options.port) failed: \(failure.message)"))
+                    } else {
+                        drop(error.isEOF ? .endOfStream : .ioError(error))
+                    }
                 }
             )
         } catch {

@@ -194,7 +194,8 @@ final class Handles {
 /// decoder and what its `hello` said. A reconnect makes a new one, so a
 /// callback of a dropped link is told apart by identity (`link === self.link`).
 final class Link {
-    let stream: TCPStream
+    /// Plain TCP, or TLS once connected with ``ClientOptions/tls``.
+    var stream: SocketStream
     /// A class field, not a connection field: frames are dispatched from
     /// inside `feed`, and a dispatch that drops the link must not touch the
     /// decoder being fed.
@@ -208,7 +209,7 @@ final class Link {
     var lastInboundAt: UInt64
     var pingInFlight = false
 
-    init(stream: TCPStream, now: UInt64) {
+    init(stream: SocketStream, now: UInt64) {
         self.stream = stream
         lastInboundAt = now
     }

@@ -36,6 +36,9 @@ public struct ClientOptions: Sendable, Equatable {
     /// ``ClientError/timedOut``, counted from the call; nil waits forever
     /// (a dropped connection still fails it).
     public var requestTimeoutMs: UInt64?
+    /// TLS to the server's TLS listener, or nil for plain TCP. The server's
+    /// certificate must be valid for ``host``.
+    public var tls: TLSOptions?
 
     /// The client program name used when none is given.
     public static let defaultClient = "outatime-client/0.1"
@@ -52,7 +55,8 @@ public struct ClientOptions: Sendable, Equatable {
         reconnect: Bool = true,
         backoff: BackoffPolicy = BackoffPolicy(),
         connectTimeoutMs: UInt64 = 5_000,
-        requestTimeoutMs: UInt64? = 30_000
+        requestTimeoutMs: UInt64? = 30_000,
+        tls: TLSOptions? = nil
     ) {
         self.host = host
         self.port = port
@@ -65,6 +69,7 @@ public struct ClientOptions: Sendable, Equatable {
         self.backoff = backoff
         self.connectTimeoutMs = connectTimeoutMs
         self.requestTimeoutMs = requestTimeoutMs
+        self.tls = tls
     }
 
     /// The `hello` request's fields.
@@ -74,5 +79,24 @@ public struct ClientOptions: Sendable, Equatable {
         if let client { fields["client"] = .string(client) }
         if let token { fields["token"] = .string(token) }
         return fields
+    }
+}
+
+/// How a client speaks TLS: which CAs it trusts, and its own certificate
+/// for servers that require one (`--tls-client-ca`).
+public struct TLSOptions: Sendable, Equatable {
+    /// PEM file of the CAs the server's certificate must chain to; nil: the
+    /// system's trusted CAs.
+    public var caFile: String?
+    /// PEM file of a client certificate (mutual TLS).
+    public var certificateFile: String?
+    /// PEM file of the client certificate's key (default: `certificateFile`).
+    public var privateKeyFile: String?
+
+    /// Creates TLS options.
+    public init(caFile: String? = nil, certificateFile: String? = nil, privateKeyFile: String? = nil) {
+        self.caFile = caFile
+        self.certificateFile = certificateFile
+        self.privateKeyFile = privateKeyFile
     }
 }

@@ -27,12 +27,17 @@ public enum DisconnectReason: Sendable, Equatable, CustomStringConvertible {
     /// The server refused `hello` (`unauthorized`, `unsupported_protocol`,
     /// `invalid_request`); never retried.
     case helloRefused(ServerError)
+    /// TLS failed: the server's certificate was refused (expired, another
+    /// name, unknown CA: never retried), the server refused ours, or the
+    /// handshake broke off.
+    case tlsFailed(String)
 
     /// Whether reconnecting can help: a refused `hello` or a bye for a
     /// refusal would only be refused again.
     public var isRetryable: Bool {
         switch self {
         case .helloRefused: false
+        case .tlsFailed(let why): !why.contains("certificate verify failed") && !why.hasPrefix("cannot ")
         case .bye(let reason): reason != .unauthorized && reason != .unsupportedProtocol
         default: true
         }
@@ -50,6 +55,7 @@ public enum DisconnectReason: Sendable, Equatable, CustomStringConvertible {
         case .connectFailed(let error): "connect failed: \(error)"
         case .resolveFailed(let error): "cannot resolve host: \(error)"
         case .helloRefused(let error): "hello refused: \(error)"
+        case .tlsFailed(let why): why
         }
     }
 }

@@ -30,7 +30,22 @@ public struct ServerConfig: Sendable {
     public var tokensFile: String? = nil
     /// Allow listening on a non-loopback address without tokens.
     public var allowAnonymous = false
+    /// TLS certificate and key (and client CA for mTLS) for the TLS
+    /// listener; nil: no TLS. Needs ``tlsPort``.
+    public var tls: TLSFiles? = nil
+    /// Port of the TLS listener (on ``host``); nil: none. 0 picks a free one.
+    public var tlsPort: Int? = nil
+    /// Whether the plaintext listener on ``port`` runs (`--no-plain` clears it).
+    public var plainListener = true
+    /// Allow a plaintext listener on a non-loopback address.
+    public var allowPlaintext = false
+    /// TLS handshake steps advanced per loop iteration at most; the others
+    /// wait for the next iterations (a burst of handshakes cannot stall
+    /// everyone else's traffic). A step costs at most one signature and one
+    /// key exchange (not yet measured: docs/BENCHMARKS.md has no TLS figures).
+    public var tlsHandshakesPerIteration = 32
     /// A connection that has not sent `hello` within this time is closed.
+    /// For TLS, the handshake counts within this time.
     public var helloTimeoutMs = 10_000
     /// Bytes queued for one connection before it is closed as a slow consumer.
     public var outputLimitBytes = 8 << 20
@@ -86,14 +101,45 @@ public struct ServerConfig: Sendable {
         try require((1024...(64 << 20)).contains(tickBacklogBytes),
                     "--tick-backlog-bytes \(tickBacklogBytes) is out of range (1024…67108864 bytes)")
         try require(historyLimit >= 1000, "--history-limit \(historyLimit) is below the contract's minimum of 1000")
+        if let tlsPort {
+            try require((0...65535).contains(tlsPort), "--tls-port \(tlsPort) is not a TCP port (0…65535; 0 picks a free port)")
+            try require(tls != nil, "--tls-port needs --tls-cert FILE and --tls-key FILE")
+        } else {
+            try require(tls == nil, "--tls-cert and --tls-key need --tls-port PORT (the TLS listener)")
+        }
+        try require(plainListener || tlsPort != nil, "--no-plain needs a TLS listener (--tls-port, --tls-cert, --tls-key)")
+        try require(tlsHandshakesPerIteration >= 1, "tlsHandshakesPerIteration \(tlsHandshakesPerIteration) must be at least 1")
         if tokens == nil && tokensFile == nil && !Self.isLoopback(host) && !allowAnonymous {
             throw ConfigError(message: "refusing to listen on non-loopback address \(host) without --tokens: "
                 + "anyone could operate the boards. Pass --tokens FILE, or --allow-anonymous to accept that.")
+        }
+        if plainListener && !Self.isLoopback(host) && !allowPlaintext {
+            throw ConfigError(message: "refusing a plaintext listener on non-loopback address \(host): tokens and "
+                + "boards would cross the network in clear. Serve TLS only (--tls-port PORT --tls-cert FILE "
+                + "--tls-key FILE --no-plain), or pass --allow-plaintext to accept that.")
         }
     }
 
     static func isLoopback(_ host: String) -> Bool {
         host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+}
+
+/// The PEM files of the server's TLS identity.
+public struct TLSFiles: Sendable, Equatable {
+    /// The server's certificate, followed by any intermediates.
+    public var certificateFile: String
+    /// The certificate's private key.
+    public var privateKeyFile: String
+    /// With it, clients must present a certificate issued by one of these
+    /// CAs (mutual TLS).
+    public var clientCAFile: String?
+
+    /// Creates the set of files.
+    public init(certificateFile: String, privateKeyFile: String, clientCAFile: String? = nil) {
+        self.certificateFile = certificateFile
+        self.privateKeyFile = privateKeyFile
+        self.clientCAFile = clientCAFile
     }
 }
 

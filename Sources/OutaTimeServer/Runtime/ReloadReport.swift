@@ -5,14 +5,37 @@ import Synchronization
 public struct ReloadReport: Sendable, Equatable, CustomStringConvertible {
     /// The tokens file step.
     public var tokens: TokensReload
+    /// The TLS certificate step.
+    public var tls: TLSReload
 
     /// A report of the steps' outcomes.
-    public init(tokens: TokensReload) {
+    public init(tokens: TokensReload, tls: TLSReload = .none) {
         self.tokens = tokens
+        self.tls = tls
     }
 
-    /// `tokens=…`, for logs.
-    public var description: String { "tokens=\(tokens)" }
+    /// `tokens=… tls=…`, for logs.
+    public var description: String { "tokens=\(tokens) tls=\(tls)" }
+}
+
+/// What became of the TLS certificate, key and client CAs in a reload.
+public enum TLSReload: Sendable, Equatable, CustomStringConvertible {
+    /// No TLS listener: nothing to reload.
+    case none
+    /// Read again from the same files; new connections use them.
+    case reloaded
+    /// The files could not be used (`message` says why); the previous
+    /// certificate stays in force.
+    case failed(message: String)
+
+    /// One word, for logs.
+    public var description: String {
+        switch self {
+        case .none: "none"
+        case .reloaded: "reloaded"
+        case .failed: "failed"
+        }
+    }
 }
 
 /// What became of the tokens file in a reload.

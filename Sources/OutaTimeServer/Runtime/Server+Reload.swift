@@ -1,6 +1,7 @@
 extension Server {
     /// Reloads what can change without a restart, one step after the
-    /// other, each logging what it did: today the tokens file. New
+    /// other, each logging what it did: the tokens file, then the TLS
+    /// certificate, key and client CAs. New
     /// connections use what was reloaded; established ones stay unless a
     /// step says otherwise (``reloadTokens()``). A step that fails logs an
     /// error and keeps what was in force. SIGHUP and ``ServerHandle/reload()``
@@ -10,9 +11,20 @@ extension Server {
         assertOnLoopThread()
         // 1. The tokens file (and the connections whose token changed).
         let tokens = reloadTokens()
-        // Further steps (TLS certificates) go here, in the same shape.
-        let report = ReloadReport(tokens: tokens)
-        logger.notice("reload done", metadata: ["tokens": "\(tokens)"])
+        // 2. The TLS files, for new connections (``reloadTLS(_:)``).
+        let tls: TLSReload
+        if tlsFiles == nil {
+            tls = .none
+        } else {
+            do {
+                try reloadTLS()
+                tls = .reloaded
+            } catch {
+                tls = .failed(message: error.message)
+            }
+        }
+        let report = ReloadReport(tokens: tokens, tls: tls)
+        logger.notice("reload done", metadata: ["tokens": "\(tokens)", "tls": "\(tls)"])
         return report
     }
 }

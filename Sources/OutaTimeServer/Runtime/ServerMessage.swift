@@ -1,5 +1,6 @@
 import OutaTimeProtocol
 import OutaTimeStore
+import UV
 
 /// What other threads tell the loop, through its one inbox.
 enum ServerMessage: Sendable {
@@ -11,4 +12,6 @@ enum ServerMessage: Sendable {
     case shutdownRequested
     /// ``ServerHandle/reload()``: reload, then answer with the report.
     case reloadRequested(ReloadAnswer)
+    /// ``ServerHandle/reloadTLS(_:)``: new TLS files, and where the outcome goes.
+    case reloadTLS(TLSFiles?, OneShot<Result<Void, TLSError>>)
 }

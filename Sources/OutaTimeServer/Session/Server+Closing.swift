@@ -7,6 +7,13 @@ extension Server {
     /// the peer reliably reads the `bye` instead of a reset.
     func close(_ session: Session, bye reason: ByeReason) {
         guard session.state.isOpen else { return }
+        if session.stream.isHandshaking {
+            // No bye can reach a peer that has not finished the handshake.
+            logger.debug("closing connection before its TLS handshake completed",
+                         metadata: ["conn.id": "\(session.id)", "reason": "\(reason.rawValue)"])
+            destroy(session, reason: .tlsUnfinished)
+            return
+        }
         if reason == .slowConsumer { counters.slowConsumerCloses += 1 }
         logger.debug("closing connection", metadata: ["conn.id": "\(session.id)", "reason": "\(reason.rawValue)"])
         session.sendFinal(ByePush(reason: reason))
@@ -95,7 +102,8 @@ extension Server {
         guard case .running = phase else { return }
         transition(to: .draining(deadline: loop.now + UInt64(config.shutdownTimeoutMs)))
         logger.notice("shutting down", metadata: ["connections": "\(sessions.count)", "pending_writes": "\(pendingWrites.count)"])
-        listener.close()
+        listener?.close()
+        tlsListener?.close()
         for session in sessions.values { session.stream.stopReading() }
         recordAlive(force: true)
         checkDrained()

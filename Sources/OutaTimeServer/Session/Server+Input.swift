@@ -118,6 +118,11 @@ extension Server {
                 // Orderly half-close: answer what the peer sent (pipelined
                 // commands may still be committing), then close.
                 closeIfPeerDone(session)
+            } else if let failure = session.stream.tlsFailure {
+                logger.info("TLS connection failed", metadata: [
+                    "conn.id": "\(session.id)", "peer": "\(session.stream.peerAddress?.description ?? "?")",
+                    "error": "\(failure)"])
+                destroy(session, reason: .tlsFailed)
             } else {
                 destroy(session, reason: .readError)
             }

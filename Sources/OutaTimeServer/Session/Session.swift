@@ -55,13 +55,19 @@ final class Session {
         case bye
         case lingerExpired = "linger_expired"
         case serverStopped = "server_stopped"
+        /// The TLS handshake failed or a TLS record was broken.
+        case tlsFailed = "tls_failed"
+        /// The conversation had to end before the TLS handshake completed
+        /// (no `bye` can be read then): hello timeout, shutdown.
+        case tlsUnfinished = "tls_handshake_unfinished"
     }
 
     /// Process-unique small integer, the key in every index.
     let serial: Int
     /// The wire session id (`hello` result, watchers).
     let id: String
-    let stream: TCPStream
+    /// Plain TCP or TLS; one API (``UV/SocketStream``).
+    let stream: SocketStream
     unowned let server: Server
     private(set) var state = State.awaitingHello
     var decoder: FrameDecoder
@@ -90,7 +96,7 @@ final class Session {
     /// (conflation; see ``queueTick(_:channel:)``).
     private(set) var heldTicks: [String: Frame] = [:]
 
-    init(serial: Int, id: String, stream: TCPStream, server: Server, maxFrame: Int, now: UInt64) {
+    init(serial: Int, id: String, stream: SocketStream, server: Server, maxFrame: Int, now: UInt64) {
         self.serial = serial
         self.id = id
         self.stream = stream

@@ -6,7 +6,11 @@ import UV
 /// into `onFrame`, queues outbound bodies. Every failure (connect, read end,
 /// write error, bad frame) ends in `onFailure` once, then the stream closes.
 final class LoadConnection {
-    private let stream: TCPStream
+    /// TLS for every connection of the run (`--tls`): set once by
+    /// ``LoadOptions/prepareRun()`` before any loop starts, then only read.
+    nonisolated(unsafe) static var tls: (context: TLSContext, host: String)?
+
+    private var stream: SocketStream
     /// Server frames may be up to 16 MiB (PROTOCOL.md §1).
     private var decoder = FrameDecoder(maxFrame: 16 * 1024 * 1024)
     /// Called with each frame body; the pointer is valid only during the call.
@@ -18,22 +22,37 @@ final class LoadConnection {
     private var reading = false
     private var flushWaiting = false
 
-    init(loop: Loop) { stream = TCPStream(loop: loop) }
+    init(loop: Loop) { stream = .tcp(TCPStream(loop: loop)) }
 
     /// Connects to `address`; `connected` runs once reading has started.
     func open(_ address: SocketAddress, _ connected: @escaping () -> Void) {
-        stream.onWriteError = { [weak self] error in self?.fail("write failed: \(error)") }
-        stream.connect(to: address) { [weak self] error in
+        stream.tcp.connect(to: address) { [weak self] error in
             guard let self, !self.isClosed else { return }
             if let error {
                 self.fail("cannot connect to \(address): \(error)")
                 return
             }
             self.stream.setNoDelay()
+            if let tls = Self.tls {
+                do {
+                    self.stream = .tls(try TLSStream(connecting: self.stream.tcp, context: tls.context, host: tls.host))
+                } catch {
+                    self.fail("cannot start TLS: \(error)")
+                    return
+                }
+            }
+            self.stream.onWriteError = { [weak self] error in self?.fail("write failed: \(error)") }
+            let stream = self.stream
             do {
-                try self.stream.startReading(
+                try stream.startReading(
                     onData: { [weak self] bytes in self?.received(bytes) },
-                    onEnd: { [weak self] error in self?.fail("server closed the connection (\(error))") })
+                    onEnd: { [weak self] error in
+                        if let failure = stream.tlsFailure {
+                            self?.fail("TLS failed: \(failure)")
+                        } else {
+                            self?.fail("server closed the connection (\(error))")
+                        }
+                    })
             } catch {
                 self.fail("cannot start reading: \(error)")
                 return

@@ -64,6 +64,7 @@ class ServerProcess:
         self.pump: Optional[threading.Thread] = None
         self.terminated = False
         self.port = 0
+        self.tls_port = 0
 
     def start(self) -> "ServerProcess":
         # Fail (never skip: `make test` must not pass without a server). Wait
@@ -102,9 +103,15 @@ class ServerProcess:
             if line is None:
                 self.kill()
                 raise AssertionError(f"server exited before listening; log:\n{self.log_text()}")
-            m = re.fullmatch(r"listening on (\S+):(\d+)", line.decode().strip())
-            if m:
-                self.port = int(m.group(2))
+            m = re.fullmatch(r"(tls )?listening on (\S+):(\d+)", line.decode().strip())
+            if m and m.group(1):
+                self.tls_port = int(m.group(3))
+            elif m:
+                self.port = int(m.group(3))
+            # The plain line comes first, then the TLS one (each if configured).
+            wants_plain = "--no-plain" not in self.extra
+            wants_tls = "--tls-port" in self.extra
+            if (self.port or not wants_plain) and (self.tls_port or not wants_tls):
                 return self
 
     def terminate(self) -> None:
