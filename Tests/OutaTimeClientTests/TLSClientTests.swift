@@ -117,4 +117,38 @@ struct TLSClientTests {
             try server.handle.reloadTLS()
         }
     }
+
+    @Test("reload (SIGHUP): the TLS files are read again from their paths; a broken file keeps the certificate in force")
+    func reloadReadsTheSamePaths() throws {
+        let first = try TestPKI(name: "First CA"), second = try TestPKI(name: "Second CA")
+        let old = try first.issue("localhost", names: ["localhost"])
+        let new = try second.issue("localhost", names: ["localhost"])
+        // The server's files, replaced in place as an operator would.
+        let certificate = first.directory.appendingPathComponent("live.pem").path
+        let key = first.directory.appendingPathComponent("live.key").path
+        func install(_ identity: TestPKI.Identity) throws {
+            try Data(contentsOf: URL(fileURLWithPath: identity.certificateFile)).write(to: URL(fileURLWithPath: certificate))
+            try Data(contentsOf: URL(fileURLWithPath: identity.keyFile)).write(to: URL(fileURLWithPath: key))
+        }
+        try install(old)
+        try Self.tlsServer(first, TestPKI.Identity(certificateFile: certificate, keyFile: key)) { server in
+            #expect(server.handle.reload()?.tls == .reloaded)
+            try Self.connect(server, tls: TLSOptions(caFile: first.caFile)).close()
+
+            try install(new)
+            #expect(server.handle.reload()?.tls == .reloaded)
+            #expect(Self.refusal { _ = try Self.connect(server, tls: TLSOptions(caFile: first.caFile)) } != nil)
+            try Self.connect(server, tls: TLSOptions(caFile: second.caFile)).close()
+
+            try "not a certificate".write(toFile: certificate, atomically: true, encoding: .utf8)
+            guard case .failed(let message)? = server.handle.reload()?.tls else {
+                Issue.record("a broken certificate file was not reported")
+                return
+            }
+            #expect(message.contains(certificate), "\(message)")
+            let stillNew = try Self.connect(server, tls: TLSOptions(caFile: second.caFile))
+            #expect(stillNew.hello?.role == "operate")
+            stillNew.close()
+        }
+    }
 }

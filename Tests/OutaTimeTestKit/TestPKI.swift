@@ -14,6 +14,12 @@ public final class TestPKI: @unchecked Sendable {
     public struct Identity: Sendable {
         public let certificateFile: String
         public let keyFile: String
+
+        /// An identity whose files are at these paths.
+        public init(certificateFile: String, keyFile: String) {
+            self.certificateFile = certificateFile
+            self.keyFile = keyFile
+        }
     }
 
     /// Makes a new CA named `name` in a fresh temporary folder.
