@@ -35,7 +35,7 @@ public struct AccessToken: Sendable, Equatable {
 
     /// Creates a token entry; `scope` defaults to every channel.
     public init(token: String, name: String, role: Role, scope: ChannelScope = .everything) {
-        self.secret = .plain(Array(token.utf8))
+        self.secret = .plain(token)
         self.name = name
         self.role = role
         self.scope = scope
@@ -43,7 +43,7 @@ public struct AccessToken: Sendable, Equatable {
 
     /// The keys an entry may have. Any other key is refused rather than
     /// ignored: a misspelt `"channel"` must not silently grant every channel.
-    static let keys = ["token", "name", "role", "channels"]
+    static let keys = ["token", "sha256", "name", "role", "channels"]
 
     /// Reads one entry of a tokens file. The problem says what is wrong
     /// with the entry, never a token's value.
@@ -60,11 +60,25 @@ public struct AccessToken: Sendable, Equatable {
         func fail(_ problem: String) -> EntryProblem {
             EntryProblem(name: name, problem: problem)
         }
-        // Where a `"sha256": "<hex>"` entry would be read, beside `token`.
-        guard case .string(let token)? = fields["token"] else {
-            throw fail("'token' is missing or not a string")
+        // The token in the clear, or its SHA-256 digest: exactly one.
+        let secret: TokenSecret
+        switch (fields["token"], fields["sha256"]) {
+        case (.string(let token)?, nil):
+            guard !token.isEmpty else { throw fail("the token is empty") }
+            secret = .plain(token)
+        case (nil, .string(let hex)?):
+            guard let digest = TokenSecret.sha256(hex: hex) else {
+                throw fail("'sha256' must be 64 hexadecimal digits (the SHA-256 of the token, as sha256sum prints it); "
+                    + "got \(hex.count) characters")
+            }
+            secret = digest
+        case (nil, nil):
+            throw fail("needs 'token' (the token) or 'sha256' (its SHA-256 in hexadecimal)")
+        case (.some, .some):
+            throw fail("has both 'token' and 'sha256'; give one of them")
+        default:
+            throw fail("'token' and 'sha256' must be strings")
         }
-        guard !token.isEmpty else { throw fail("the token is empty") }
         let allowedRoles = Role.allCases.map(\.rawValue).joined(separator: ", ")
         guard case .string(let roleText)? = fields["role"] else {
             throw fail("'role' is missing or not a string; roles are \(allowedRoles)")
@@ -93,7 +107,15 @@ public struct AccessToken: Sendable, Equatable {
             }
             scope = .only(patterns)
         }
-        self.init(token: token, name: name, role: role, scope: scope)
+        self.init(secret: secret, name: name, role: role, scope: scope)
+    }
+
+    /// An entry with a given secret.
+    init(secret: TokenSecret, name: String, role: Role, scope: ChannelScope) {
+        self.secret = secret
+        self.name = name
+        self.role = role
+        self.scope = scope
     }
 }
 

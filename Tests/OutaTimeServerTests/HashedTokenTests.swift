@@ -1,0 +1,76 @@
+import OutaTimeTestSupport
+import Foundation
+import OutaTimeProtocol
+@testable import OutaTimeServer
+import Testing
+
+/// Tokens given as their SHA-256 (`"sha256": "<hex>"`), so that the file
+/// need not hold them: a real server reading a real file. The digest below
+/// was printed by `printf %s lobby-board-1885 | sha256sum`.
+@Suite("hashed tokens", .timeLimit(.minutes(1)))
+struct HashedTokenTests {
+    static let lobbyDigest = "ffd144d525f2cdc3d7c55b322d3310b2f4452949c480bd736a855b5c5336f485"
+
+    @Test("a sha256 entry admits its token with its role and scope; other tokens are refused")
+    func admits() throws {
+        let file = try TokensFile([
+            ["sha256": Self.lobbyDigest, "name": "Lobby board", "role": "watch", "channels": ["starport/lobby"]],
+            tokenEntry("doc-admin-1955", "Doc Brown", "admin"),
+        ])
+        try withTestServer(file.configure) { server in
+            let board = try server.connect()
+            #expect(try board.hello(name: nil, token: "lobby-board-1885")["role"] as? String == "watch")
+            #expect(try board.request("get", ["channel": "starport/lobby"]).isOK)
+            #expect(try board.request("get", ["channel": "starport/main"]).errorCode == .forbidden)
+            #expect(try server.connectReady(token: "doc-admin-1955").request("ping").isOK)
+
+            for stranger in ["lobby-board-188", "LOBBY-BOARD-1885", Self.lobbyDigest] {
+                let client = try server.connect()
+                #expect(try client.request("hello", ["protocol": 1, "token": stranger]).errorCode == .unauthorized,
+                        "\(stranger) was admitted")
+            }
+        }
+        withExtendedLifetime(file) {}
+    }
+
+    @Test("an entry rewritten from token to sha256 keeps its connections across a reload")
+    func rewrittenEntryKeepsConnections() throws {
+        let file = try TokensFile([tokenEntry("lobby-board-1885", "Lobby board", "watch")])
+        try withTestServer(file.configure) { server in
+            let board = try server.connectReady(token: "lobby-board-1885")
+            try file.write([["sha256": Self.lobbyDigest, "name": "Lobby board", "role": "watch"]])
+            #expect(server.handle.reload()?.tokens == .reloaded(entries: 1, closed: 0, updated: 0))
+            #expect(try board.request("ping").isOK)
+        }
+        withExtendedLifetime(file) {}
+    }
+
+    @Test("the loader refuses a bad digest or both forms in one entry, without echoing either", arguments: [
+        (#"[{"sha256": "ffd1", "name": "B", "role": "watch"}]"#, "'sha256' must be 64 hexadecimal digits"),
+        (#"[{"sha256": "zzd144d525f2cdc3d7c55b322d3310b2f4452949c480bd736a855b5c5336f485", "name": "B", "role": "watch"}]"#,
+         "'sha256' must be 64 hexadecimal digits"),
+        (#"[{"token": "secret-board-1885", "sha256": "ffd144d525f2cdc3d7c55b322d3310b2f4452949c480bd736a855b5c5336f485", "name": "B", "role": "watch"}]"#,
+         "has both 'token' and 'sha256'"),
+        (#"[{"name": "B", "role": "watch"}]"#, "needs 'token' (the token) or 'sha256'"),
+        (#"[{"sha256": 7, "name": "B", "role": "watch"}]"#, "must be strings"),
+    ])
+    func badDigestRefused(text: String, expected: String) throws {
+        let file = try TokensFile([])
+        try file.write(text: text)
+        do {
+            _ = try TokenTable.load(from: file.path)
+            Issue.record("accepted: \(text)")
+        } catch {
+            #expect(error.message.contains(expected), "\(error.message)")
+            #expect(!error.message.contains("secret-board-1885") && !error.message.contains("ffd144d5"),
+                    "a secret leaked into the message: \(error.message)")
+        }
+    }
+
+    @Test("a token and its digest are the same secret")
+    func sameSecret() throws {
+        #expect(TokenSecret.plain("lobby-board-1885") == TokenSecret.sha256(hex: Self.lobbyDigest.uppercased()))
+        #expect(TokenSecret.plain("lobby-board-1885").matches(PresentedToken("lobby-board-1885")))
+        #expect(!TokenSecret.plain("lobby-board-1885").matches(PresentedToken("lobby-board-1886")))
+    }
+}
