@@ -41,6 +41,10 @@ final class Server {
     let bootID: String
 
     var sessions: [Int: Session] = [:]
+    /// Per client address: connections held (``ServerConfig/maxConnectionsPerAddress``).
+    var addresses = AddressTable()
+    /// Loop time before which no further refusal warning is logged.
+    var nextRefusalWarning: UInt64 = 0
     var nextSerial = 0
     var channels: [String: Channel] = [:]
     var subscriptions = SubscriptionIndex()
@@ -230,12 +234,18 @@ final class Server {
     private func accept(_ error: UVError?, from listener: TCPListener, tls: Bool) {
         assertOnLoopThread()
         if let error {
+            counters.acceptErrors[error.name, default: 0] += 1
             logger.warning("accept failed", metadata: ["error": "\(error)"])
             return
         }
         guard let tcp = try? listener.accept() else { return }
         guard case .running = phase else {
             tcp.close()
+            return
+        }
+        let host = tcp.peerAddress?.host
+        if let limit = connectionLimitReached(host: host) {
+            refuse(tcp, limit: limit, host: host, tls: tls)
             return
         }
         tcp.setNoDelay()
@@ -256,6 +266,10 @@ final class Server {
         let session = Session(serial: nextSerial, id: "\(bootID)-\(nextSerial)", stream: stream, server: self,
                               maxFrame: config.maxFrame, now: loop.now)
         sessions[session.serial] = session
+        if let host {
+            session.peerHost = host
+            addresses.connectionOpened(from: host)
+        }
         stream.onWriteError = { [unowned self, unowned session] error in
             self.logger.debug("write failed", metadata: ["conn.id": "\(session.id)", "error": "\(error)"])
             self.destroy(session, reason: .writeError)

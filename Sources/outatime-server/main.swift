@@ -88,6 +88,20 @@ struct OutaTimeServerCommand: ParsableCommand {
         """, valueName: "µs"))
     var flushIntervalMicroseconds = 250
 
+    @Option(help: ArgumentHelp("""
+        Connections held at once, plain and TLS together. One more is accepted and at once sent \
+        'bye server_busy' (TLS: closed before the handshake), then closed. Default: the descriptor \
+        limit (ulimit -n) less a small reserve, so a full server refuses with a bye instead of failing \
+        to accept; raise 'ulimit -n' to hold more.
+        """, valueName: "n"))
+    var maxConnections: Int?
+
+    @Option(help: ArgumentHelp("""
+        Connections one client IP address may hold at once (127.0.0.1 counts like any address; clients \
+        behind one NAT share an address). One more gets 'bye server_busy'.
+        """, valueName: "n"))
+    var maxConnectionsPerAddress = 1_000
+
     @Option(help: ArgumentHelp("Durable events kept per channel for history and recovery (at least 1000).", valueName: "n"))
     var historyLimit = 1000
 
@@ -120,6 +134,8 @@ struct OutaTimeServerCommand: ParsableCommand {
         config.flushIntervalMicroseconds = flushIntervalMicroseconds
         config.tickBacklogBytes = tickBacklogBytes
         config.historyLimit = historyLimit
+        if let maxConnections { config.maxConnections = maxConnections }
+        config.maxConnectionsPerAddress = maxConnectionsPerAddress
         config.allowAnonymous = allowAnonymous
         config.allowPlaintext = allowPlaintext
         config.plainListener = !noPlain

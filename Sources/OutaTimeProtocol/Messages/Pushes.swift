@@ -66,6 +66,10 @@ public enum ByeReason: String, Sendable, Codable, CaseIterable {
     case unsupportedProtocol = "unsupported_protocol"
     /// Tokens are configured and `hello` carried no valid one.
     case unauthorized
+    /// The server holds its maximum of connections, in all or from the
+    /// client's address; sent (after an `error` `server_busy` naming the
+    /// limit) on the refused connection at once. Retry later.
+    case serverBusy = "server_busy"
 }
 
 /// The last message before the server closes: `{"type":"bye","reason":…}`.

@@ -53,6 +53,16 @@ public struct ServerConfig: Sendable {
     /// channel only the newest waits, sent once its output has drained.
     /// Ticks alone never make a slow consumer.
     public var tickBacklogBytes = 64 << 10
+    /// Connections the server holds at once (open or closing, plain and
+    /// TLS). One more is accepted and at once sent an `error` and `bye`
+    /// `server_busy`, then closed, without reading it. The default,
+    /// ``derivedMaxConnections``, stays just below the process's descriptor
+    /// limit, so that a full server refuses with a `bye` instead of failing
+    /// to accept.
+    public var maxConnections = ServerConfig.derivedMaxConnections
+    /// Connections one client IP address may hold at once (loopback counts
+    /// like any address); one more is refused like ``maxConnections``.
+    public var maxConnectionsPerAddress = 1_000
     /// Subscriptions one connection may hold.
     public var maxSubscriptionsPerSession = 1024
     /// Upper bound on a graceful shutdown; what is left is then closed hard.
@@ -83,6 +93,19 @@ public struct ServerConfig: Sendable {
     /// The defaults documented in the README.
     public init() {}
 
+    /// The descriptor limit (`ulimit -n`, soft) less a reserve of
+    /// min(64, limit / 4) for the database and its journal, the listeners,
+    /// the loop's own descriptors, libuv's spare one and the brief
+    /// descriptor of each connection being refused; between 1 and 1,000,000.
+    /// Each connection holds one descriptor.
+    public static let derivedMaxConnections: Int = {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 10_000 }
+        // RLIM_INFINITY is all ones: the cap below covers it.
+        let total = Int(min(UInt64(limit.rlim_cur), 2_000_000))
+        return max(1, min(1_000_000, total - min(64, total / 4)))
+    }()
+
     /// The connection idle limit (2 × heartbeat).
     var idleTimeoutMs: UInt64 { UInt64(heartbeatMs) * 2 }
 
@@ -100,6 +123,9 @@ public struct ServerConfig: Sendable {
                     "--flush-interval-us \(flushIntervalMicroseconds) is out of range (0…100000; 0 flushes every loop iteration)")
         try require((1024...(64 << 20)).contains(tickBacklogBytes),
                     "--tick-backlog-bytes \(tickBacklogBytes) is out of range (1024…67108864 bytes)")
+        try require(maxConnections >= 1, "--max-connections \(maxConnections) must be at least 1")
+        try require(maxConnectionsPerAddress >= 1,
+                    "--max-connections-per-address \(maxConnectionsPerAddress) must be at least 1")
         try require(historyLimit >= 1000, "--history-limit \(historyLimit) is below the contract's minimum of 1000")
         if let tlsPort {
             try require((0...65535).contains(tlsPort), "--tls-port \(tlsPort) is not a TCP port (0…65535; 0 picks a free port)")

@@ -101,6 +101,10 @@ extension Server {
             ticksConflated: counters.ticksConflated,
             tickLatenessMaxMs: counters.tickLatenessMaxMs,
             closes: counters.closesByReason,
+            connectionsRefused: counters.connectionsRefused,
+            acceptErrors: counters.acceptErrors,
+            maxConnections: config.maxConnections,
+            maxConnectionsPerAddress: config.maxConnectionsPerAddress,
             rssBytes: StatsResult.residentBytes()
         )
     }

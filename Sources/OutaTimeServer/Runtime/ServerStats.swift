@@ -12,6 +12,13 @@ struct ServerCounters {
     var eventsCommitted = 0
     var slowConsumerCloses = 0
     var closesByReason: [String: Int] = [:]
+    /// Connections refused with `bye` `server_busy` (or, on the TLS
+    /// listener, closed before the handshake), by the limit they hit:
+    /// `max_connections`, `max_connections_per_address`.
+    var connectionsRefused: [String: Int] = [:]
+    /// Accepts that failed and reached the server (libuv drains the backlog
+    /// itself when descriptors run out while its spare one is free).
+    var acceptErrors: [String: Int] = [:]
     /// `tick` pushes built (one per channel tick, whatever the subscriber count).
     var ticks = 0
     /// Ticks a slow connection never got: a newer one of the same channel
@@ -57,6 +64,10 @@ struct StatsResult: Encodable {
     var ticksConflated: Int
     var tickLatenessMaxMs: UInt64
     var closes: [String: Int]
+    var connectionsRefused: [String: Int]
+    var acceptErrors: [String: Int]
+    var maxConnections: Int
+    var maxConnectionsPerAddress: Int
     var rssBytes: Int
 
     enum CodingKeys: String, CodingKey {
@@ -83,6 +94,10 @@ struct StatsResult: Encodable {
         case ticksConflated = "ticks_conflated"
         case tickLatenessMaxMs = "tick_lateness_max_ms"
         case closes
+        case connectionsRefused = "connections_refused"
+        case acceptErrors = "accept_errors"
+        case maxConnections = "max_connections"
+        case maxConnectionsPerAddress = "max_connections_per_address"
         case rssBytes = "rss_bytes"
     }
 

@@ -57,6 +57,7 @@ extension Server {
         session.transition(to: .closed)
         detach(session)
         sessions[session.serial] = nil
+        if let host = session.peerHost { addresses.connectionClosed(from: host) }
         session.requests.clear()
         session.stream.close()
         logger.trace("connection closed", metadata: ["conn.id": "\(session.id)", "reason": "\(reason.rawValue)"])

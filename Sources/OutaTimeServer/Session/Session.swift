@@ -69,6 +69,9 @@ final class Session {
     /// Plain TCP or TLS; one API (``UV/SocketStream``).
     let stream: SocketStream
     unowned let server: Server
+    /// The client's IP address, its key in ``Server/addresses`` (nil if the
+    /// peer's address could not be read).
+    var peerHost: String?
     private(set) var state = State.awaitingHello
     var decoder: FrameDecoder
     var role = Role.operate
