@@ -5,7 +5,8 @@
 #   make help    list all targets
 #
 # Variables: SWIFT (the swift driver), ARGS (extra server flags for `run`),
-# HOST, PORT, DB (where `run` listens and stores), TEST_ARGS (for `swift test`).
+# HOST, PORT, DB (where `run` listens and stores), TEST_ARGS (for `swift test`),
+# TRIALS and CRASH_ARGS (for `crash-trials`).
 
 SWIFT     ?= swift
 ARGS      ?=
@@ -13,6 +14,8 @@ HOST      ?= 127.0.0.1
 PORT      ?= 1985
 DB        ?= ./data/outatime.sqlite
 TEST_ARGS ?=
+TRIALS    ?= 10
+CRASH_ARGS ?=
 
 # Debian packages the build needs: libuv for the event loop, SQLite for GRDB,
 # OpenSSL 3 for TLS (and the openssl command, which the TLS tests use).
@@ -25,7 +28,7 @@ SERVER_BIN := .build/debug/outatime-server
 
 .DEFAULT_GOAL := help
 
-.PHONY: help deps build run test test-python release bench-peers bench-commands clean
+.PHONY: help deps build run test test-python crash-trials release bench-peers bench-commands clean
 
 help: ## List the targets
 	@echo "OutaTime — make targets:"
@@ -67,6 +70,9 @@ test: deps ## Build and run every test
 
 test-python: build ## Run the Python client's tests against the server
 	python3 -m unittest discover -s clients/python/tests -v
+
+crash-trials: build ## SIGKILL the server under load TRIALS times (default 10); checks no acknowledged event is lost
+	python3 tools/crash_trials.py --server $(SERVER_BIN) --trials $(TRIALS) $(CRASH_ARGS)
 
 release: deps ## Build an optimised server (.build/release/outatime-server)
 	$(SWIFT) build -c release
