@@ -21,6 +21,7 @@ import OutaTimeProtocol
 /// stored form and, for kinds without live values, to an equal state; and
 /// the events made, applied at their whole-second `at` to the initial state
 /// as a restarted server does, rebuild the state (exactly for the DeLorean,
+/// except its speed mid-trip, which ticks move without events; exactly for
 /// the starport and laps; for timers as `TimerReplayFidelityTests` allow:
 /// a running countdown's `remaining_s` within 1, `viewers` both above 0).
 enum ActionChecks {
@@ -173,6 +174,13 @@ enum ActionChecks {
             throw FuzzFailure(.actions, "the initial state does not read back: \(error)")
         }
         for (event, at) in events { replayed.apply(event, at: at) }
+        var expected = expected
+        if var car = expected as? DeLoreanState, car.isAccelerating {
+            // Ticks are not events: a car rebuilt mid-trip shows 0 mph
+            // (DeLoreanReplayFidelityTests); the restart then aborts the trip.
+            car.speedMPH = 0
+            expected = car
+        }
         let context = "\(events.count) events \(events.suffix(6).map(\.event.name))"
         if kind == .timers {
             try expectClose(replayed.snapshot(at: now), expected.snapshot(at: now), context)

@@ -21,8 +21,9 @@ import Testing
         let seeds = try Self.seeds(target)
         #expect(seeds.count >= 4, "Fuzz/corpus/\(target.rawValue) holds \(seeds.count) seeds")
         for seed in seeds {
+            let data = try Data(contentsOf: seed)
             do throws(FuzzFailure) {
-                try target.check(try Data(contentsOf: seed))
+                try target.check(data)
             } catch {
                 Issue.record("\(seed.lastPathComponent): \(error)")
             }
