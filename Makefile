@@ -6,7 +6,7 @@
 #
 # Variables: SWIFT (the swift driver), ARGS (extra server flags for `run`),
 # HOST, PORT, DB (where `run` listens and stores), TEST_ARGS (for `swift test`),
-# TRIALS and CRASH_ARGS (for `crash-trials`).
+# TRIALS and CRASH_ARGS (for `crash-trials`), FUZZ_SECONDS (per fuzz target, for `fuzz`).
 
 SWIFT     ?= swift
 ARGS      ?=
@@ -16,6 +16,7 @@ DB        ?= ./data/outatime.sqlite
 TEST_ARGS ?=
 TRIALS    ?= 10
 CRASH_ARGS ?=
+FUZZ_SECONDS ?= 60
 
 # Debian packages the build needs: libuv for the event loop, SQLite for GRDB,
 # OpenSSL 3 for TLS (and the openssl command, which the TLS tests use).
@@ -28,7 +29,7 @@ SERVER_BIN := .build/debug/outatime-server
 
 .DEFAULT_GOAL := help
 
-.PHONY: help deps build run test test-python crash-trials release bench-peers bench-commands clean
+.PHONY: help deps build run test test-python crash-trials release fuzz bench-peers bench-commands clean
 
 help: ## List the targets
 	@echo "OutaTime — make targets:"
@@ -77,6 +78,9 @@ crash-trials: build ## SIGKILL the server under load TRIALS times (default 10); 
 release: deps ## Build an optimised server (.build/release/outatime-server)
 	$(SWIFT) build -c release
 
+fuzz: deps ## Build the libFuzzer targets (.build-fuzz) and run each FUZZ_SECONDS (60); crashes in .build-fuzz/out (docs/FUZZING.md)
+	SWIFT=$(SWIFT) FUZZ_SECONDS=$(FUZZ_SECONDS) Fuzz/fuzz.sh
+
 bench-peers: release ## Neutral-harness comparison with Redis/NATS (docs/BENCHMARKS.md; needs ../shared/bench)
 	$(MAKE) -C ../shared/bench
 	docs/bench/peers.sh
@@ -85,4 +89,4 @@ bench-commands: release ## Durable commands, 50 clients, interleaved with Redis 
 	docs/bench/commands.sh
 
 clean: ## Remove build products (keeps ./data)
-	rm -rf .build
+	rm -rf .build .build-fuzz

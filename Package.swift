@@ -90,9 +90,16 @@ let package = Package(
         ),
         // Seeded randomness and encoding helpers shared by the unit tests.
         .target(name: "OutaTimeTestKit", dependencies: ["OutaTimeProtocol"], path: "Tests/OutaTimeTestKit"),
+        // The fuzz targets' checks (docs/FUZZING.md): built here without the
+        // sanitizer so the tests run them over the seed corpus; `make fuzz`
+        // builds them again with `--sanitize fuzzer` in .build-fuzz.
+        .target(name: "OutaTimeFuzzChecks", dependencies: ["OutaTimeProtocol", "OutaTimeDomain"], path: "Fuzz/Checks"),
         .testTarget(name: "UVTests", dependencies: ["UV", "OutaTimeTestKit"]),
         .testTarget(name: "OutaTimeProtocolTests", dependencies: ["OutaTimeProtocol", "OutaTimeTestKit"]),
-        .testTarget(name: "OutaTimeDomainTests", dependencies: ["OutaTimeDomain", "OutaTimeProtocol", "OutaTimeTestKit"]),
+        .testTarget(
+            name: "OutaTimeDomainTests",
+            dependencies: ["OutaTimeDomain", "OutaTimeProtocol", "OutaTimeTestKit", "OutaTimeFuzzChecks"]
+        ),
         .testTarget(name: "OutaTimeStoreTests", dependencies: ["OutaTimeStore"]),
         .testTarget(
             name: "OutaTimeServerTests",

@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus, Fuzz/corpus/<target>/<name>, from readable steps.
+
+Run from the repository root after changing an input format in Fuzz/Checks
+(the byte layouts are described there); the files are committed, and
+FuzzCorpusTests runs every check over them.
+"""
+import json
+import os
+import struct
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+
+
+def write(target, name, data):
+    os.makedirs(os.path.join(ROOT, target), exist_ok=True)
+    with open(os.path.join(ROOT, target, name), "wb") as f:
+        f.write(data)
+
+
+def frame(body):
+    body = body.encode() if isinstance(body, str) else body
+    return struct.pack(">I", len(body)) + body
+
+
+# --- requests and JSON -------------------------------------------------------
+REQUESTS = {
+    "hello": {"type": "hello", "id": 1, "protocol": 1, "name": "Doc", "token": "s3cret"},
+    "subscribe": {"type": "subscribe", "id": "a-1", "channel": "timers/hill-valley"},
+    "command": {"type": "command", "id": 7, "channel": "starport/lobby", "action": "dispatch",
+                "args": {"model": "SWingV2", "path": "AC", "departs_at": "2026-11-22T09:00:00.250Z"}},
+    "publish": {"type": "publish", "id": 9007199254740992, "channel": "delorean/main",
+                "data": {"x": [1, 2.5, -3e-7, True, None, "\u00e9\u20ac\U0001F697"]}},
+    "history": {"type": "history", "id": None, "channel": "laps/race", "since": 0, "limit": 1000},
+    "list": {"type": "list", "cursor": "laps/a", "limit": 5.0},
+    "bad-id": {"type": "ping", "id": 1.5},
+    "no-type": {"id": 3, "channel": "bad channel"},
+}
+for name, request in REQUESTS.items():
+    write("request", name, json.dumps(request, ensure_ascii=(name == "publish")).encode())
+    write("json", name, json.dumps(request, indent=1).encode())
+write("json", "numbers", b"[0,-0,1e2,1E-2,-1.5e+300,123456789012345678901234567890,9223372036854775807,-9223372036854775808]")
+write("json", "strings", b'["\\u0041\\ud83d\\ude97\\n\\t\\"\\\\\\/", "", "\xc3\xa9"]')
+write("json", "nested", b'{"a":{"b":[[[{}]]],"c":null},"d":[true,false]}')
+
+# --- frames: [maxFrame choice][k][k chunk sizes][copy after][stream] --------
+# maxFrame choices: 2, 3, 5, 16, 64, 255, 4096, 16 MiB.
+two = frame('{"type":"ping","id":1}') + frame('{"type":"hello","protocol":1,"name":"Doc"}')
+write("frame", "whole", bytes([6, 0, 0]) + two)
+write("frame", "split", bytes([6, 3, 1, 2, 5, 2]) + two)
+write("frame", "byte-by-byte", bytes([6, 1, 1, 9]) + two + frame("{}")[:3])
+write("frame", "too-large", bytes([4, 1, 3, 0]) + frame("{}") + frame("x" * 65))
+write("frame", "too-short", bytes([6, 0, 0]) + frame("{}") + b"\x00\x00\x00\x01{")
+write("frame", "partial", bytes([7, 2, 0, 7, 1]) + frame("{}") + struct.pack(">I", 300) + b"{" * 100)
+
+# --- actions: see ActionChecks ------------------------------------------------
+# Clock step: [0, index] into (0, 1, 99, 100, 101, 499, 500, 999, 1000, 1001,
+# 8800, 60000, 3600000, 86400000, 1 year) ms, [1, hi, lo] ms, [2, n] n*10 ms.
+# Session: 0 ann, 1 bob, 2 cy. Op: 0 perform, 5 wake (then a tick count
+# byte), 7 release. Perform: action index (sorted names), argument count,
+# then per argument a key index and a value.
+KEYS = ["id", "event", "location", "note", "remaining_s", "at", "departs_at", "model", "path", "time", "extra"]
+WORDS = ["SWingV1", "SWingV2", "SWingV3", "TearDrop", "tEaRdRoP", "AB", "AC", "e-d-c", "ABCDE", "EDCBA",
+         "A", "AA", "A-", "F", "", " ", "Hill Valley", "Doc", "Twin Pines Mall", "\u00e9"]
+
+
+def ms(n):
+    return bytes([1, n >> 8, n & 0xFF])
+
+
+def key(name):
+    return bytes([KEYS.index(name)])
+
+
+def integer(n):  # value choice 2: a byte
+    return bytes([2, n])
+
+
+def word(w):  # value choice 9: a word
+    return bytes([9, WORDS.index(w)])
+
+
+def time(offset_index, extra_ms=0, back=False):  # value choice 6: now ± offset
+    return bytes([6, offset_index, extra_ms >> 8, extra_ms & 0xFF, 1 if back else 0])
+
+
+def perform(action, *args, session=0, step=ms(500)):
+    out = step + bytes([session, 0, action, len(args)])
+    for k, v in args:
+        out += key(k) + v
+    return out
+
+
+def wake(ticks=1, step=ms(500)):
+    return step + bytes([0, 5, ticks - 1])
+
+
+def release(session, step=ms(10)):
+    return step + bytes([session, 7])
+
+
+# delorean: actions set_destination 0, travel 1
+write("actions", "delorean-trip",
+      bytes([0, 0, 250]) + perform(0, ("time", time(12, 0, back=True)))
+      + perform(1) + wake(ticks=50, step=ms(100)) + wake(ticks=60, step=ms(6000)) + perform(1))
+# starport: cancel 0, catalog 1, dispatch 2, quote 3
+write("actions", "starport-board",
+      bytes([1, 1, 0]) + perform(1) + perform(3, ("model", word("SWingV1")), ("path", word("AB")))
+      + perform(2, ("model", word("SWingV2")), ("path", word("AC")), ("departs_at", time(9)))
+      + perform(2, ("model", word("tEaRdRoP")), ("path", word("e-d-c")))
+      + wake(step=ms(30000)) + perform(0, ("id", integer(1))) + wake(step=ms(60000)))
+# timers: add 0, remove 1, start 2, stop 3, update 4
+write("actions", "timers-countdown",
+      bytes([2, 0, 125]) + perform(0, ("event", word("Doc")), ("remaining_s", integer(3)))
+      + perform(0, ("event", word("A")), ("location", word("Hill Valley")), ("at", time(9)))
+      + perform(2, ("id", integer(1)), session=1) + perform(2, ("id", integer(2)), session=2)
+      + wake(step=ms(1000)) + release(2) + perform(4, ("id", integer(1)), ("remaining_s", integer(9)))
+      + wake(step=ms(3500)) + perform(3, ("id", integer(1)), session=1) + perform(1, ("id", integer(2))))
+# laps: lap 0, reset 1, start 2, stop 3
+write("actions", "laps-race",
+      bytes([3, 3, 231]) + perform(2) + perform(0, step=ms(1234)) + wake(step=ms(99)) + perform(0, step=ms(2001))
+      + perform(3) + perform(2, step=ms(5000)) + perform(1) + perform(0))
