@@ -30,7 +30,7 @@ FUZZ_OUT=${FUZZ_OUT:-.build-fuzz/out}
 FUZZ_ARGS=${FUZZ_ARGS:-}
 SCRATCH=.build-fuzz
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(frame json request actions)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(frame json request actions http)
 
 echo "fuzz: building OutaTimeFuzzChecks with --sanitize fuzzer (release) in $SCRATCH"
 "$SWIFT" build --scratch-path "$SCRATCH" -c release --sanitize fuzzer --target OutaTimeFuzzChecks

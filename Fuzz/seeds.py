@@ -120,3 +120,10 @@ write("actions", "timers-countdown",
 write("actions", "laps-race",
       bytes([3, 3, 231]) + perform(2) + perform(0, step=ms(1234)) + wake(step=ms(99)) + perform(0, step=ms(2001))
       + perform(3) + perform(2, step=ms(5000)) + perform(1) + perform(0))
+
+
+# --- HTTP heads: [k][k chunk sizes][bytes] -------------------------------------
+write("http", "metrics", bytes([0]) + b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:9090\r\nAccept: text/plain\r\n\r\n")
+write("http", "split", bytes([3, 1, 7, 40]) + b"\r\nHEAD /healthz?x=1 HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET")
+write("http", "refused", bytes([1, 5]) + b"POST /readyz HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabc")
+write("http", "not-http", bytes([0]) + b"\x00\x00\x00\x10{\"type\":\"ping\"}")

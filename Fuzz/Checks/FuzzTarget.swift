@@ -34,6 +34,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     /// Every kind's actions, clock and storage: bytes read as a sequence of
     /// steps (``ActionScript``).
     case actions
+    /// `HTTPHeadParser`: any bytes, in any chunks (``HTTPChecks``).
+    case http
 
     /// Checks the invariants of this target on one input; throws the first
     /// one that does not hold. A trap inside the project code is a crash
@@ -44,6 +46,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .json: try JSONChecks.check(input)
         case .request: try RequestChecks.check(input)
         case .actions: try ActionChecks.check(input)
+        case .http: try HTTPChecks.check(input)
         }
     }
 
