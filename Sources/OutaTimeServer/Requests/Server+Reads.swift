@@ -19,7 +19,7 @@ extension Server {
             throw ProtocolError(.tooManySubscriptions,
                 "this connection already has \(config.maxSubscriptionsPerSession) subscriptions (the limit); unsubscribe from one first")
         }
-        let channel = openChannel(name)
+        let channel = try openChannel(name)
         guard channel.pipeline.isSettled else { return .retry(channel) }
         if subscriptions.add(session, to: key) {
             broadcastPresence(channel: key, joined: [session.watcher], left: [], except: session)
@@ -83,7 +83,7 @@ extension Server {
 
     /// `get`: a snapshot without subscribing (creates the channel on first use).
     func get(_ request: Request, on session: Session) throws(ProtocolError) -> Handled {
-        let channel = openChannel(try scopedChannel(request, for: session))
+        let channel = try openChannel(try scopedChannel(request, for: session))
         guard channel.pipeline.isSettled else { return .retry(channel) }
         session.reply(request.id, GetReply(channel: channel.key, kind: channel.name.kind, seq: channel.seq,
                                            state: wireState(of: channel)))
