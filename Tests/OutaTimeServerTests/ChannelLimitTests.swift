@@ -90,3 +90,48 @@ struct ChannelLimitTests {
         #expect(listed.compactMap { $0[int: "seq"] } == [1, 1])
     }
 }
+
+/// `list` pages with `limit` and `after`, and no page is larger than
+/// `max_frame` (protocol §6.6).
+@Suite("list paging", .timeLimit(.minutes(1)))
+struct ListPagingTests {
+    @Test("list pages by limit and after, says next while more follow, and caps a page to fit max_frame")
+    func paging() throws {
+        // (2,498 − 2,048) / 150 = 3 entries per frame.
+        try withTestServer({ $0.maxFrame = 2_498 }) { server in
+            let client = try server.connectReady(name: "pager")
+            let names = ["laps/a", "laps/b", "laps/c", "starport/d", "timers/e", "timers/f", "timers/g"]
+            for name in names.reversed() { #expect(try client.request("get", ["channel": name]).isOK) }
+
+            func channels(_ result: [String: Any]) -> [String] {
+                (result["channels"] as? [[String: Any]] ?? []).compactMap { $0["channel"] as? String }
+            }
+            var seen: [String] = []
+            var fields: [String: Any] = [:]
+            for _ in 0..<10 {
+                let page = try client.call("list", fields)
+                let got = channels(page)
+                #expect(got.count <= 3, "page of \(got.count) entries over max_frame's 3")
+                seen += got
+                guard let next = page["next"] as? String else { break }
+                #expect(next == got.last)
+                fields = ["after": next]
+            }
+            #expect(seen == names)
+
+            let two = try client.call("list", ["limit": 2, "after": "laps/b"])
+            #expect(channels(two) == ["laps/c", "starport/d"])
+            #expect(two["next"] as? String == "starport/d")
+            let last = try client.call("list", ["after": "timers/e"])
+            #expect(channels(last) == ["timers/f", "timers/g"])
+            #expect(last["next"] == nil)
+            let kind = try client.call("list", ["kind": "timers", "limit": 1])
+            #expect(channels(kind) == ["timers/e"] && kind["next"] as? String == "timers/e")
+
+            for bad: [String: Any] in [["limit": 0], ["limit": 1001], ["after": 5]] {
+                let reply = try client.request("list", bad)
+                #expect(reply.errorCode == .invalidRequest, "\(bad): \(describe([reply]))")
+            }
+        }
+    }
+}
