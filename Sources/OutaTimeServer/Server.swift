@@ -47,6 +47,9 @@ final class Server {
     var nextRefusalWarning: UInt64 = 0
     var nextSerial = 0
     var channels: [String: Channel] = [:]
+    /// Channels that may be idle and empty, with the loop time they were
+    /// last seen so; checked by ``forgetIdleChannels(now:)``.
+    var idleCandidates: [String: UInt64] = [:]
     var subscriptions = SubscriptionIndex()
     /// The accepted tokens; nil in anonymous mode. Replaced by ``reload()``.
     var tokens: TokenTable?

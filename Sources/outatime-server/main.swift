@@ -102,6 +102,19 @@ struct OutaTimeServerCommand: ParsableCommand {
         """, valueName: "n"))
     var maxConnectionsPerAddress = 1_000
 
+    @Option(help: ArgumentHelp("""
+        Channels the server holds at once (memory and database). Creating one more \
+        (subscribe, get or command on a new name) is answered 'server_busy'; existing \
+        channels go on.
+        """, valueName: "n"))
+    var maxChannels = 100_000
+
+    @Option(help: ArgumentHelp("""
+        Seconds after which a channel without events, subscribers or commits in flight \
+        is forgotten (dropped from memory and the database); it comes back new when named.
+        """, valueName: "s"))
+    var idleChannelS = 60
+
     @Option(help: ArgumentHelp("Durable events kept per channel for history and recovery (at least 1000).", valueName: "n"))
     var historyLimit = 1000
 
@@ -136,6 +149,11 @@ struct OutaTimeServerCommand: ParsableCommand {
         config.historyLimit = historyLimit
         if let maxConnections { config.maxConnections = maxConnections }
         config.maxConnectionsPerAddress = maxConnectionsPerAddress
+        config.maxChannels = maxChannels
+        guard (1...31_536_000).contains(idleChannelS) else {
+            throw ValidationError("--idle-channel-s \(idleChannelS) is out of range (1…31536000 seconds)")
+        }
+        config.idleChannelMs = idleChannelS * 1000
         config.allowAnonymous = allowAnonymous
         config.allowPlaintext = allowPlaintext
         config.plainListener = !noPlain

@@ -76,16 +76,20 @@ public struct ChannelSummary: Codable, Sendable, Hashable {
 
 /// `list`: the channels, optionally of one kind.
 public struct ListResult: Codable, Sendable, Hashable {
-    /// The channels.
+    /// The channels of this page, sorted by name.
     public let channels: [ChannelSummary]
+    /// Present when more channels follow: the last channel of this page,
+    /// to send as `after` for the next page.
+    public let next: String?
 
     /// Creates the result.
-    public init(channels: [ChannelSummary]) {
+    public init(channels: [ChannelSummary], next: String? = nil) {
         self.channels = channels
+        self.next = next
     }
 
     private enum CodingKeys: String, CodingKey {
-        case channels
+        case channels, next
     }
 }
 

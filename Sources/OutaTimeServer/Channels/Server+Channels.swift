@@ -16,6 +16,8 @@ extension Server {
             channels[record.name] = Channel(
                 name: name, state: try restoredState(record, kind: name.kind),
                 pipeline: CommitPipeline(storedSeq: record.seq, storedStateSeq: record.stateSeq))
+            // Empty channels of an earlier run are forgotten like new ones.
+            if record.seq == 0 { idleCandidates[record.name] = loop.now }
         }
         logger.info("channels loaded", metadata: ["count": "\(channels.count)"])
     }
@@ -23,9 +25,17 @@ extension Server {
     /// The channel named `name`, created with its kind's initial state on
     /// first reference. A new channel is usable once its creation is
     /// committed (``CommitPipeline/isDurable``); meanwhile requests retry.
-    func openChannel(_ name: ChannelName) -> Channel {
+    /// Throws `server_busy` when the server holds ``ServerConfig/maxChannels``.
+    func openChannel(_ name: ChannelName) throws(ProtocolError) -> Channel {
         let key = name.description
         if let channel = channels[key] { return channel }
+        guard channels.count < config.maxChannels else {
+            counters.channelsRefused += 1
+            throw ProtocolError(.serverBusy,
+                "cannot create channel '\(key)': the server holds its maximum of \(config.maxChannels) channels "
+                    + "(--max-channels); existing channels can still be used, and channels without events or "
+                    + "subscribers are forgotten after \(config.idleChannelMs / 1000) s (--idle-channel-s)")
+        }
         let state = name.kind.initialState(now: clock.now)
         let channel = Channel(name: name, state: state, pipeline: .creating())
         channels[key] = channel
@@ -43,9 +53,49 @@ extension Server {
             error = ProtocolError(.internal, "could not store the new channel \(channel.key): \(failure)")
         } else {
             channel.pipeline.created()
+            idleCandidates[channel.key] = loop.now
             logger.debug("channel created", metadata: ["channel": "\(channel.key)"])
         }
         for session in channel.takeWaiters() { resume(session, failing: error) }
+    }
+
+    /// Notes that `channel` may have become idle and empty (its last
+    /// subscriber left): ``forgetIdleChannels(now:)`` checks it later.
+    func noteMaybeIdle(_ channel: Channel) {
+        if channel.seq == 0 && idleCandidates[channel.key] == nil { idleCandidates[channel.key] = loop.now }
+    }
+
+    /// Whether `channel` may be forgotten: durable, no event ever, nothing
+    /// in flight or waiting, no subscriber, no clock.
+    private func isIdleAndEmpty(_ channel: Channel) -> Bool {
+        channel.seq == 0 && channel.pipeline.isDurable && channel.pipeline.isSettled && channel.waiters.isEmpty
+            && channel.ticks == nil && subscriptions.subscriberCount(of: channel.key) == 0
+    }
+
+    /// Forgets the channels that have been idle and empty for
+    /// ``ServerConfig/idleChannelMs``: out of memory at once, out of the
+    /// database by a write that refuses a channel with events. A request
+    /// naming one later creates it anew (the writer keeps the order: drop,
+    /// then create). Runs from the sweep timer; costs O(candidates).
+    func forgetIdleChannels(now: UInt64) {
+        guard !idleCandidates.isEmpty else { return }
+        let limit = UInt64(config.idleChannelMs)
+        var dropped: [StoreWrite] = []
+        for (key, since) in idleCandidates {
+            guard let channel = channels[key], isIdleAndEmpty(channel) else {
+                // Gone, used or watched: noted again when it may be idle.
+                idleCandidates[key] = nil
+                continue
+            }
+            guard now >= since + limit else { continue }
+            idleCandidates[key] = nil
+            channels[key] = nil
+            dropped.append(.dropEmptyChannel(key))
+        }
+        guard !dropped.isEmpty else { return }
+        counters.channelsForgotten += dropped.count
+        logger.debug("idle empty channels forgotten", metadata: ["count": "\(dropped.count)"])
+        submit(dropped, for: .drop)
     }
 
     /// A stored channel's state as of its seq: the stored state, plus the

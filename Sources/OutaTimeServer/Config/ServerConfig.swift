@@ -63,6 +63,16 @@ public struct ServerConfig: Sendable {
     /// Connections one client IP address may hold at once (loopback counts
     /// like any address); one more is refused like ``maxConnections``.
     public var maxConnectionsPerAddress = 1_000
+    /// Channels the server holds at once (in memory and in the database).
+    /// Creating one more (`subscribe`, `get` or `command` on a new name) is
+    /// refused with `server_busy` naming `--max-channels`; requests on
+    /// existing channels go on. Each channel costs about 0.5 KiB of memory
+    /// and 0.3 KiB of disk before its first event.
+    public var maxChannels = 100_000
+    /// A channel without events (seq 0), subscribers or commits in flight
+    /// is forgotten — dropped from memory and from the database — once it
+    /// has been so for this long. It comes back, new, when next named.
+    public var idleChannelMs = 60_000
     /// Subscriptions one connection may hold.
     public var maxSubscriptionsPerSession = 1024
     /// Upper bound on a graceful shutdown; what is left is then closed hard.
@@ -126,6 +136,9 @@ public struct ServerConfig: Sendable {
         try require(maxConnections >= 1, "--max-connections \(maxConnections) must be at least 1")
         try require(maxConnectionsPerAddress >= 1,
                     "--max-connections-per-address \(maxConnectionsPerAddress) must be at least 1")
+        try require(maxChannels >= 1, "--max-channels \(maxChannels) must be at least 1")
+        try require((1...(1_000 * 31_536_000)).contains(idleChannelMs),
+                    "--idle-channel-s is out of range (1…31536000 seconds), got \(idleChannelMs) ms")
         try require(historyLimit >= 1000, "--history-limit \(historyLimit) is below the contract's minimum of 1000")
         if let tlsPort {
             try require((0...65535).contains(tlsPort), "--tls-port \(tlsPort) is not a TCP port (0…65535; 0 picks a free port)")

@@ -105,6 +105,9 @@ extension Server {
             acceptErrors: counters.acceptErrors,
             maxConnections: config.maxConnections,
             maxConnectionsPerAddress: config.maxConnectionsPerAddress,
+            channelsRefused: counters.channelsRefused,
+            channelsForgotten: counters.channelsForgotten,
+            maxChannels: config.maxChannels,
             rssBytes: StatsResult.residentBytes()
         )
     }

@@ -23,7 +23,7 @@ extension Server {
             throw ProtocolError(.notSubscribed,
                 "'\(action)' makes this connection a viewer on '\(name)': subscribe to '\(name)' first")
         }
-        let channel = openChannel(name)
+        let channel = try openChannel(name)
         guard channel.pipeline.isDurable else { return .retry(channel) }
 
         let context = ActionContext(now: clock.now, session: session.id, actor: session.watcher.name)

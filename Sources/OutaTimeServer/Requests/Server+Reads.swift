@@ -19,7 +19,7 @@ extension Server {
             throw ProtocolError(.tooManySubscriptions,
                 "this connection already has \(config.maxSubscriptionsPerSession) subscriptions (the limit); unsubscribe from one first")
         }
-        let channel = openChannel(name)
+        let channel = try openChannel(name)
         guard channel.pipeline.isSettled else { return .retry(channel) }
         if subscriptions.add(session, to: key) {
             broadcastPresence(channel: key, joined: [session.watcher], left: [], except: session)
@@ -83,7 +83,7 @@ extension Server {
 
     /// `get`: a snapshot without subscribing (creates the channel on first use).
     func get(_ request: Request, on session: Session) throws(ProtocolError) -> Handled {
-        let channel = openChannel(try scopedChannel(request, for: session))
+        let channel = try openChannel(try scopedChannel(request, for: session))
         guard channel.pipeline.isSettled else { return .retry(channel) }
         session.reply(request.id, GetReply(channel: channel.key, kind: channel.name.kind, seq: channel.seq,
                                            state: wireState(of: channel)))
@@ -100,15 +100,31 @@ extension Server {
             }
             kind = parsed
         }
+        let after = try request.optionalString("after")
+        let limit = try request.optionalInt("limit", in: 1...Int64(Self.listLimitMax)).map(Int.init) ?? Self.listLimitMax
+        let pageSize = min(limit, listEntriesPerFrame)
         let scope = session.scope
-        let summaries = channels.values
-            .filter { $0.pipeline.isDurable && (kind == nil || $0.name.kind == kind) && scope.allows($0.name) }
+        let matching = channels.values
+            .filter { $0.pipeline.isDurable && (kind == nil || $0.name.kind == kind) && scope.allows($0.name)
+                && (after == nil || $0.key > after!) }
             .sorted { $0.key < $1.key }
-            .map { ChannelSummary(channel: $0.key, kind: $0.name.kind, seq: $0.seq,
-                                  watchers: subscriptions.subscriberCount(of: $0.key)) }
-        session.reply(request.id, ListResult(channels: summaries))
+        let page = matching.prefix(pageSize)
+        let summaries = page.map { ChannelSummary(channel: $0.key, kind: $0.name.kind, seq: $0.seq,
+                                                  watchers: subscriptions.subscriberCount(of: $0.key)) }
+        let next = matching.count > pageSize ? page.last?.key : nil
+        session.reply(request.id, ListResult(channels: summaries, next: next))
         return .replied
     }
+
+    /// `list`'s largest (and default) `limit`.
+    static let listLimitMax = 1000
+
+    /// The most `list` entries one reply holds so that it fits in
+    /// `max_frame` (at least 1): an entry is at most 148 bytes (a 73-byte
+    /// channel name, an 8-byte kind, a 16-digit seq, a 7-digit count and
+    /// 44 bytes of JSON around them), and 2,048 bytes leave room for the
+    /// envelope, the longest escaped `id` and `next` (protocol §6.6).
+    var listEntriesPerFrame: Int { max(1, (config.maxFrame - 2_048) / 150) }
 
     /// `history`: pages through the durable events (read off the loop thread).
     func history(_ request: Request, on session: Session) throws(ProtocolError) -> Handled {

@@ -19,6 +19,10 @@ struct ServerCounters {
     /// Accepts that failed and reached the server (libuv drains the backlog
     /// itself when descriptors run out while its spare one is free).
     var acceptErrors: [String: Int] = [:]
+    /// Channel creations refused at ``ServerConfig/maxChannels``.
+    var channelsRefused = 0
+    /// Idle empty channels forgotten (``ServerConfig/idleChannelMs``).
+    var channelsForgotten = 0
     /// `tick` pushes built (one per channel tick, whatever the subscriber count).
     var ticks = 0
     /// Ticks a slow connection never got: a newer one of the same channel
@@ -68,6 +72,9 @@ struct StatsResult: Encodable {
     var acceptErrors: [String: Int]
     var maxConnections: Int
     var maxConnectionsPerAddress: Int
+    var channelsRefused: Int
+    var channelsForgotten: Int
+    var maxChannels: Int
     var rssBytes: Int
 
     enum CodingKeys: String, CodingKey {
@@ -98,6 +105,9 @@ struct StatsResult: Encodable {
         case acceptErrors = "accept_errors"
         case maxConnections = "max_connections"
         case maxConnectionsPerAddress = "max_connections_per_address"
+        case channelsRefused = "channels_refused"
+        case channelsForgotten = "channels_forgotten"
+        case maxChannels = "max_channels"
         case rssBytes = "rss_bytes"
     }
 

@@ -11,6 +11,8 @@ enum PendingWrite {
     case events(Channel)
     /// The server's own values (``Server/recordAlive()``).
     case meta
+    /// An idle empty channel forgotten (``Server/forgetIdleChannels(now:)``).
+    case drop
 }
 
 extension Server {
@@ -32,7 +34,7 @@ extension Server {
             switch purpose {
             case .creation(let channel): creationCommitted(channel, failure: commit.error)
             case .events(let channel): eventsCommitted(on: channel, failure: commit.error)
-            case .meta: break
+            case .meta, .drop: break
             }
         }
         if case .draining = phase { checkDrained() }

@@ -60,6 +60,9 @@ extension Store {
                 throw error
             }
             textBytes.withLock { $0 += bytes }
+            // A dropped channel's seq is not kept (a name used once and
+            // forgotten must not stay in memory); a later creation reads it.
+            for case .dropEmptyChannel(let channel) in writes { known[channel] = nil }
             return foldDue
         }
     }
@@ -170,6 +173,12 @@ extension Store {
             case .setMeta(let key, let value):
                 try db.cachedStatement(sql: "INSERT OR REPLACE INTO server_meta (key, value) VALUES (?, ?)")
                     .execute(arguments: [key, value])
+
+            case .dropEmptyChannel(let channel):
+                // Seq 0 in the row and the tail: no event anywhere to lose.
+                let seq = try exchangeSeq(channel, nil)
+                guard seq == 0 else { throw StoreError.notEmpty(channel: channel, seq: seq) }
+                try db.cachedStatement(sql: "DELETE FROM channels WHERE name = ?").execute(arguments: [channel])
             }
         }
         // Row ids count up from 1 after each fold: fold when this batch's

@@ -81,6 +81,11 @@ public enum StoreWrite: Sendable, Equatable {
     /// Sets one of the server's own values (``Store/meta(_:)``), such as
     /// the last moment it is known to have run.
     case setMeta(key: String, value: String)
+    /// Deletes a channel that never had an event (its stored seq is 0):
+    /// the server forgets idle empty channels. Refused with
+    /// ``StoreError/notEmpty(channel:seq:)`` for a channel with events, so
+    /// no event can be lost this way.
+    case dropEmptyChannel(String)
 }
 
 /// A stored JSON text (a channel state, an event's data), given as is or
@@ -127,6 +132,8 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     /// `appendEvents` carried events that are not numbered consecutively up to
     /// the new seq, or that belong to another channel.
     case invalidEvents(channel: String, reason: String)
+    /// `dropEmptyChannel` named a channel that has events.
+    case notEmpty(channel: String, seq: Int64)
 
     /// A one-line explanation that names the channel and the seqs involved.
     public var description: String {
@@ -137,6 +144,8 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
             "channel '\(channel)' is at seq \(stored) in the store, the write expected \(expected)"
         case .invalidEvents(let channel, let reason):
             "invalid events for channel '\(channel)': \(reason)"
+        case .notEmpty(let channel, let seq):
+            "channel '\(channel)' is at seq \(seq): only a channel without events may be dropped"
         }
     }
 }
