@@ -102,7 +102,9 @@ final class Server {
         if let entries = config.tokens {
             self.tokens = TokenTable(entries)
         } else if let path = config.tokensFile {
-            self.tokens = try TokenTable.load(from: path)
+            let table = try TokenTable.load(from: path)
+            try config.checkCertificateEntries(table, file: path)
+            self.tokens = table
         } else {
             self.tokens = nil
         }

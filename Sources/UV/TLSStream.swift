@@ -124,10 +124,16 @@ public final class TLSStream {
     }
     /// The peer's address, if connected.
     public var peerAddress: SocketAddress? { tcp.peerAddress }
-    /// The subject of the peer's verified certificate (RFC 2253, e.g.
-    /// `CN=board-1,O=Hill Valley`), if it presented one.
+    /// The subject of the peer's verified certificate, in OpenSSL's RFC 2253
+    /// one-line form (most specific part first, e.g. `CN=board-1,O=Hill Valley`;
+    /// `openssl x509 -noout -subject -nameopt RFC2253` prints the same after
+    /// `subject=`). Nil before the handshake completes, when the peer
+    /// presented no certificate, or when its chain was not verified
+    /// successfully (a context that does not require client certificates
+    /// never asks for one, so a server sees nil there).
     public var peerCertificateSubject: String? {
-        guard phase == .established, let certificate = SSL_get1_peer_certificate(ssl) else { return nil }
+        guard phase == .established, SSL_get_verify_result(ssl) == Int(X509_V_OK),
+              let certificate = SSL_get1_peer_certificate(ssl) else { return nil }
         defer { X509_free(certificate) }
         guard let name = X509_get_subject_name(certificate), let bio = BIO_new(BIO_s_mem()) else { return nil }
         defer { BIO_free(bio) }

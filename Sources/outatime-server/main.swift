@@ -49,7 +49,7 @@ struct OutaTimeServerCommand: ParsableCommand {
 
     @Option(help: ArgumentHelp("""
         PEM file of the CAs whose client certificates are accepted: TLS clients must then present one \
-        (mutual TLS).
+        (mutual TLS). A tokens-file entry with "certificate_subject" then admits that certificate without a token.
         """, valueName: "file"))
     var tlsClientCa: String?
 
@@ -122,7 +122,10 @@ struct OutaTimeServerCommand: ParsableCommand {
         JSON file of access tokens; clients must then send one in hello. Each entry: \
         {"token": "...", "name": "Marty", "role": "watch|operate|admin"}, plus optionally \
         "channels": ["starport/*", "timers/hill-valley"] to limit the token to those channels \
-        (patterns: KIND/NAME, KIND/*, or * for all). Without --tokens every connection may operate. \
+        (patterns: KIND/NAME, KIND/*, or * for all). Instead of "token", "sha256" gives the token's \
+        SHA-256, or, with --tls-client-ca, "certificate_subject": "CN=board-1,O=Hill Valley" admits a \
+        client whose certificate has exactly that subject without a token (the form \
+        'openssl x509 -noout -subject -nameopt RFC2253' prints). Without --tokens every connection may operate. \
         SIGHUP re-reads the file: new connections use it at once; a connection whose token was \
         removed gets 'bye unauthorized'; a bad file is logged and the old tokens stay. \
         README.md, "Tokens and roles", has the details.

@@ -50,9 +50,9 @@ struct HashedTokenTests {
         (#"[{"sha256": "zzd144d525f2cdc3d7c55b322d3310b2f4452949c480bd736a855b5c5336f485", "name": "B", "role": "watch"}]"#,
          "'sha256' must be 64 hexadecimal digits"),
         (#"[{"token": "secret-board-1885", "sha256": "ffd144d525f2cdc3d7c55b322d3310b2f4452949c480bd736a855b5c5336f485", "name": "B", "role": "watch"}]"#,
-         "has both 'token' and 'sha256'"),
-        (#"[{"name": "B", "role": "watch"}]"#, "needs 'token' (the token) or 'sha256'"),
-        (#"[{"sha256": 7, "name": "B", "role": "watch"}]"#, "must be strings"),
+         "has 'token' and 'sha256'; give exactly one of them"),
+        (#"[{"name": "B", "role": "watch"}]"#, "needs 'token' (the token), 'sha256' (its SHA-256 in hexadecimal) or 'certificate_subject'"),
+        (#"[{"sha256": 7, "name": "B", "role": "watch"}]"#, "'sha256' is an integer, not a string"),
     ])
     func badDigestRefused(text: String, expected: String) throws {
         let file = try TokensFile([])

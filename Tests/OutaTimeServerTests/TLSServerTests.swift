@@ -36,6 +36,45 @@ struct TLSServerTests {
         }
     }
 
+    @Test("`outatime --cert --key` (or OUTATIME_CERT, OUTATIME_KEY): mutual TLS, admitted by a certificate_subject entry")
+    func terminalClientCertificate() throws {
+        let pki = try TestPKI()
+        let identity = try pki.issue("localhost", names: ["localhost"])
+        let board = try pki.issue("board-1", client: true, organization: "Hill Valley")
+        let tokens = try TokensFile([["certificate_subject": "CN=board-1,O=Hill Valley", "name": "Lobby board",
+                                      "role": "watch", "channels": ["starport/*"]]])
+        try withTestServer({ config in
+            config.tlsPort = 0
+            config.tls = TLSFiles(certificateFile: identity.certificateFile, privateKeyFile: identity.keyFile,
+                                  clientCAFile: pki.caFile)
+            tokens.configure(&config)
+        }) { server in
+            let base = ["--ca", pki.caFile, "--host", "localhost", "--port", "\(server.tlsPort)", "--timeout", "5"]
+            let certificate = ["--cert", board.certificateFile, "--key", board.keyFile]
+            let listed = try ToolRun.run("outatime", ["list"] + base + certificate, timeout: 20)
+            #expect(listed.status == 0, "stderr: \(listed.stderr)")
+            // The entry's role (watch) and channels apply: no token was sent.
+            let publish = try ToolRun.run("outatime", ["publish", "starport/lobby", "hello"] + base + certificate, timeout: 20)
+            #expect(publish.status == 1)
+            #expect(publish.stderr.contains("forbidden"), "\(publish.stderr)")
+            let outside = try ToolRun.run("outatime", ["get", "timers/kitchen"] + base + certificate, timeout: 20)
+            #expect(outside.status == 1)
+            #expect(outside.stderr.contains("forbidden") && outside.stderr.contains("starport/*"), "\(outside.stderr)")
+            // The same from the environment.
+            let fromEnvironment = try ToolRun.run("outatime", ["list"] + base,
+                environment: ["OUTATIME_CERT": board.certificateFile, "OUTATIME_KEY": board.keyFile], timeout: 20)
+            #expect(fromEnvironment.status == 0, "stderr: \(fromEnvironment.stderr)")
+            // Without a certificate the handshake is refused; --cert alone is a usage error.
+            let without = try ToolRun.run("outatime", ["list"] + base, timeout: 20)
+            #expect(without.status == 3)
+            #expect(without.stderr.lowercased().contains("certificate required"), "\(without.stderr)")
+            let alone = try ToolRun.run("outatime", ["list", "--cert", board.certificateFile] + base, timeout: 20)
+            #expect(alone.status == 64)
+            #expect(alone.stderr.contains("--cert and --key (OUTATIME_CERT, OUTATIME_KEY) go together"), "\(alone.stderr)")
+        }
+        withExtendedLifetime(tokens) {}
+    }
+
     @Test("a connection that never finishes its TLS handshake is closed at the hello timeout; others are unaffected")
     func handshakeSharesHelloTimeout() throws {
         let pki = try TestPKI()
@@ -103,6 +142,29 @@ struct LoadOverTLSTests {
                 "--subscribers", "2", "--messages", "10", "--duration", "5", "--stall-timeout", "5"], timeout: 30)
             #expect(refused.status != 0)
             #expect((refused.stderr + refused.stdout).contains("certificate verify failed"), "\(refused.stderr)\n\(refused.stdout)")
+        }
+    }
+
+    @Test("fanout with a client certificate (--cert, --key) against a server that requires one")
+    func fanoutWithClientCertificate() throws {
+        let pki = try TestPKI()
+        let identity = try pki.issue("localhost", names: ["localhost"])
+        let load = try pki.issue("load-1", client: true)
+        try withTestServer({ config in
+            config.tlsPort = 0
+            config.tls = TLSFiles(certificateFile: identity.certificateFile, privateKeyFile: identity.keyFile,
+                                  clientCAFile: pki.caFile)
+        }) { server in
+            let arguments = ["fanout", "--ca", pki.caFile, "--host", "localhost", "--port", "\(server.tlsPort)",
+                             "--subscribers", "4", "--messages", "50", "--size", "64", "--duration", "10",
+                             "--stall-timeout", "10", "--json"]
+            let run = try ToolRun.run("outatime-load", arguments + ["--cert", load.certificateFile, "--key", load.keyFile])
+            #expect(run.status == 0, "stderr: \(run.stderr)\nstdout: \(run.stdout)")
+            let result = try #require(JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+            #expect(result["delivered"] as? Int == 4 * 50)
+            let alone = try ToolRun.run("outatime-load", arguments + ["--cert", load.certificateFile], timeout: 30)
+            #expect(alone.status == 64)
+            #expect(alone.stderr.contains("--cert and --key go together"), "\(alone.stderr)")
         }
     }
 }

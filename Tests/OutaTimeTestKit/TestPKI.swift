@@ -41,12 +41,15 @@ public final class TestPKI: @unchecked Sendable {
     /// DNS names and IP addresses in `names` (e.g. `["localhost", "127.0.0.1"]`).
     /// `expired` makes one whose validity ended a day before it began (so,
     /// in the past); `client` marks it for client authentication.
+    /// `organization` adds an `O=` to the subject (`/O=…/CN=…`, which
+    /// OpenSSL's RFC 2253 form prints as `CN=…,O=…`).
     public func issue(_ commonName: String, names: [String] = [], expired: Bool = false,
-                      client: Bool = false) throws -> Identity {
+                      client: Bool = false, organization: String? = nil) throws -> Identity {
         let stem = directory.appendingPathComponent("\(commonName)-\(UUID().uuidString.prefix(8))").path
         let key = stem + ".key", request = stem + ".csr", certificate = stem + ".pem", extensions = stem + ".ext"
         try Self.openssl(["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", key])
-        try Self.openssl(["req", "-new", "-key", key, "-subj", "/CN=\(commonName)", "-out", request])
+        try Self.openssl(["req", "-new", "-key", key, "-subj", (organization.map { "/O=\($0)" } ?? "") + "/CN=\(commonName)",
+                          "-out", request])
         var lines = ["basicConstraints=CA:FALSE", "extendedKeyUsage=\(client ? "clientAuth" : "serverAuth")"]
         if !names.isEmpty {
             let alternatives = names.map { $0.first!.isNumber || $0.contains(":") ? "IP:\($0)" : "DNS:\($0)" }

@@ -29,7 +29,19 @@ struct LoadOptions: ParsableArguments {
                                valueName: "file"))
     var ca: String?
 
+    @Option(help: ArgumentHelp("""
+        PEM file of a client certificate, for a server started with --tls-client-ca (mutual TLS); \
+        implies --tls and needs --key.
+        """, valueName: "file"))
+    var cert: String?
+
+    @Option(help: ArgumentHelp("PEM file of the private key of --cert.", valueName: "file"))
+    var key: String?
+
     func validateShared() throws {
+        guard (cert == nil) == (key == nil) else {
+            throw ValidationError("--cert and --key go together (a client certificate and its private key)")
+        }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0…65535, got \(port)") }
         guard duration > 0 else { throw ValidationError("--duration must be positive, got \(duration)") }
         guard stallTimeout > 0 else { throw ValidationError("--stall-timeout must be positive, got \(stallTimeout)") }
@@ -41,9 +53,9 @@ struct LoadOptions: ParsableArguments {
     func prepareRun() throws -> (address: SocketAddress, fileLimit: UInt64?) {
         Signal.ignore(SIGPIPE)
         let fileLimit = OpenFileLimit.raise()
-        if tls || ca != nil {
+        if tls || ca != nil || cert != nil {
             do {
-                LoadConnection.tls = (try TLSContext.client(caFile: ca), host)
+                LoadConnection.tls = (try TLSContext.client(caFile: ca, certificateFile: cert, privateKeyFile: key), host)
             } catch {
                 Report.progress("outatime-load: \(error)")
                 throw ExitCode(3)

@@ -23,6 +23,16 @@ struct ConnectionOptions: ParsableArguments {
         """, valueName: "file"))
     var ca: String?
 
+    @Option(help: ArgumentHelp("""
+        PEM file of your client certificate, for a server started with --tls-client-ca (mutual TLS); \
+        implies --tls and needs --key. With a tokens-file entry for its subject, no --token is needed \
+        (env OUTATIME_CERT).
+        """, valueName: "file"))
+    var cert: String?
+
+    @Option(help: ArgumentHelp("PEM file of the private key of --cert (env OUTATIME_KEY).", valueName: "file"))
+    var key: String?
+
     @Option(help: ArgumentHelp("Access token when the server uses --tokens (env OUTATIME_TOKEN).", valueName: "token"))
     var token: String?
 
@@ -44,13 +54,27 @@ struct ConnectionOptions: ParsableArguments {
                              tls: tlsOptions)
     }
 
-    /// TLS from `--tls`/`--ca` or `OUTATIME_TLS`/`OUTATIME_CA`; nil for plain TCP.
+    /// TLS from `--tls`/`--ca`/`--cert`/`--key` or `OUTATIME_TLS`/`OUTATIME_CA`/
+    /// `OUTATIME_CERT`/`OUTATIME_KEY` (a flag wins over its variable); nil for plain TCP.
     var tlsOptions: TLSOptions? {
         let environment = ProcessInfo.processInfo.environment
-        let caFile = ca ?? environment["OUTATIME_CA"].flatMap { $0.isEmpty ? nil : $0 }
+        func setting(_ flag: String?, _ variable: String) -> String? {
+            flag ?? environment[variable].flatMap { $0.isEmpty ? nil : $0 }
+        }
+        let caFile = setting(ca, "OUTATIME_CA")
+        let certificateFile = setting(cert, "OUTATIME_CERT")
         let fromEnvironment = ["1", "true", "yes", "on"].contains(environment["OUTATIME_TLS"]?.lowercased() ?? "")
-        guard tls || fromEnvironment || caFile != nil else { return nil }
-        return TLSOptions(caFile: caFile)
+        guard tls || fromEnvironment || caFile != nil || certificateFile != nil else { return nil }
+        return TLSOptions(caFile: caFile, certificateFile: certificateFile, privateKeyFile: setting(key, "OUTATIME_KEY"))
+    }
+
+    mutating func validate() throws {
+        let environment = ProcessInfo.processInfo.environment
+        let hasCertificate = cert != nil || !(environment["OUTATIME_CERT"] ?? "").isEmpty
+        let hasKey = key != nil || !(environment["OUTATIME_KEY"] ?? "").isEmpty
+        guard hasCertificate == hasKey else {
+            throw ValidationError("--cert and --key (OUTATIME_CERT, OUTATIME_KEY) go together: a client certificate and its private key")
+        }
     }
 
     /// Connects, runs `body`, prints its result; maps failures to exit codes

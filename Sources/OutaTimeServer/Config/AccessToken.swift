@@ -22,10 +22,12 @@ public enum Role: String, Sendable, Codable, Comparable, CaseIterable {
 }
 
 /// One entry of the tokens file:
-/// `{"token": "…", "name": "…", "role": "operate", "channels": ["starport/*"]}`.
+/// `{"token": "…", "name": "…", "role": "operate", "channels": ["starport/*"]}`,
+/// or, for clients that present a certificate (mutual TLS),
+/// `{"certificate_subject": "CN=board-1,O=Hill Valley", "name": "…", "role": "watch"}`.
 public struct AccessToken: Sendable, Equatable {
-    /// How a client's token is recognised. Never logged.
-    public var secret: TokenSecret
+    /// How the entry's clients are recognised: a token, or a certificate subject.
+    public var key: AccessKey
     /// The operator's display name, shown to other watchers.
     public var name: String
     /// What the token allows.
@@ -35,15 +37,19 @@ public struct AccessToken: Sendable, Equatable {
 
     /// Creates a token entry; `scope` defaults to every channel.
     public init(token: String, name: String, role: Role, scope: ChannelScope = .everything) {
-        self.secret = .plain(token)
-        self.name = name
-        self.role = role
-        self.scope = scope
+        self.init(key: .token(.plain(token)), name: name, role: role, scope: scope)
+    }
+
+    /// Creates an entry for the clients whose verified certificate has the
+    /// subject `certificateSubject` (exactly as ``UV/TLSStream/peerCertificateSubject``
+    /// gives it); `scope` defaults to every channel.
+    public init(certificateSubject: String, name: String, role: Role, scope: ChannelScope = .everything) {
+        self.init(key: .certificateSubject(certificateSubject), name: name, role: role, scope: scope)
     }
 
     /// The keys an entry may have. Any other key is refused rather than
     /// ignored: a misspelt `"channel"` must not silently grant every channel.
-    static let keys = ["token", "sha256", "name", "role", "channels"]
+    static let keys = ["token", "sha256", "certificate_subject", "name", "role", "channels"]
 
     /// Reads one entry of a tokens file. The problem says what is wrong
     /// with the entry, never a token's value.
@@ -60,24 +66,33 @@ public struct AccessToken: Sendable, Equatable {
         func fail(_ problem: String) -> EntryProblem {
             EntryProblem(name: name, problem: problem)
         }
-        // The token in the clear, or its SHA-256 digest: exactly one.
-        let secret: TokenSecret
-        switch (fields["token"], fields["sha256"]) {
-        case (.string(let token)?, nil):
+        // The token in the clear, its SHA-256 digest, or a certificate
+        // subject: exactly one.
+        let present = ["token", "sha256", "certificate_subject"].filter { fields[$0] != nil }
+        guard present.count == 1 else {
+            throw fail(present.isEmpty
+                ? "needs 'token' (the token), 'sha256' (its SHA-256 in hexadecimal) or 'certificate_subject' "
+                    + "(the subject of a client certificate, with --tls-client-ca)"
+                : "has " + present.map { "'\($0)'" }.joined(separator: " and ") + "; give exactly one of them")
+        }
+        let key: AccessKey
+        switch (present[0], fields[present[0]]) {
+        case ("token", .string(let token)?):
             guard !token.isEmpty else { throw fail("the token is empty") }
-            secret = .plain(token)
-        case (nil, .string(let hex)?):
+            key = .token(.plain(token))
+        case ("sha256", .string(let hex)?):
             guard let digest = TokenSecret.sha256(hex: hex) else {
                 throw fail("'sha256' must be 64 hexadecimal digits (the SHA-256 of the token, as sha256sum prints it); "
                     + "got \(hex.count) characters")
             }
-            secret = digest
-        case (nil, nil):
-            throw fail("needs 'token' (the token) or 'sha256' (its SHA-256 in hexadecimal)")
-        case (.some, .some):
-            throw fail("has both 'token' and 'sha256'; give one of them")
+            key = .token(digest)
+        case ("certificate_subject", .string(let subject)?):
+            if let problem = AccessKey.problem(certificateSubject: subject) { throw fail(problem) }
+            key = .certificateSubject(subject)
+        case (let field, let value?):
+            throw fail("'\(field)' is \(value.typeNameWithArticle), not a string")
         default:
-            throw fail("'token' and 'sha256' must be strings")
+            throw fail("'\(present[0])' is missing")
         }
         let allowedRoles = Role.allCases.map(\.rawValue).joined(separator: ", ")
         guard case .string(let roleText)? = fields["role"] else {
@@ -107,15 +122,54 @@ public struct AccessToken: Sendable, Equatable {
             }
             scope = .only(patterns)
         }
-        self.init(secret: secret, name: name, role: role, scope: scope)
+        self.init(key: key, name: name, role: role, scope: scope)
     }
 
-    /// An entry with a given secret.
-    init(secret: TokenSecret, name: String, role: Role, scope: ChannelScope) {
-        self.secret = secret
+    /// An entry with a given key.
+    init(key: AccessKey, name: String, role: Role, scope: ChannelScope) {
+        self.key = key
         self.name = name
         self.role = role
         self.scope = scope
+    }
+}
+
+/// How a tokens-file entry recognises its clients: exactly one per entry.
+public enum AccessKey: Sendable, Hashable {
+    /// A token sent in `hello` (`token` or `sha256` in the file), matched as
+    /// its SHA-256 digest in constant time (``TokenTable/match(_:)``).
+    case token(TokenSecret)
+    /// The subject of a client certificate (`certificate_subject`) that the
+    /// TLS listener verified against `--tls-client-ca`, compared exactly,
+    /// byte for byte, with the certificate's subject in OpenSSL's RFC 2253
+    /// one-line form (``UV/TLSStream/peerCertificateSubject``), e.g.
+    /// `CN=board-1,O=Hill Valley`. A subject is no secret (the certificate's
+    /// signature is the proof), so it is not compared in constant time.
+    case certificateSubject(String)
+
+    /// True for a certificate entry.
+    var isCertificateSubject: Bool {
+        if case .certificateSubject = self { true } else { false }
+    }
+
+    /// The longest `certificate_subject` accepted, in bytes.
+    static let maxSubjectBytes = 1024
+
+    /// What is wrong with `subject` as a `certificate_subject`, or nil.
+    static func problem(certificateSubject subject: String) -> String? {
+        let hint = "the subject as `openssl x509 -noout -subject -nameopt RFC2253 -in CERT` prints it "
+            + "after 'subject=', e.g. \"CN=board-1,O=Hill Valley\""
+        if subject.isEmpty { return "'certificate_subject' is empty; give \(hint)" }
+        if subject.utf8.count > maxSubjectBytes {
+            return "'certificate_subject' is \(subject.utf8.count) bytes long (at most \(maxSubjectBytes)); give \(hint)"
+        }
+        if subject.hasPrefix("subject=") || subject.hasPrefix("subject =") {
+            return "'certificate_subject' starts with 'subject=': leave that out and give \(hint)"
+        }
+        if !subject.contains("=") {
+            return "'certificate_subject' '\(subject.prefix(100))' is not a distinguished name (no 'type=value'); give \(hint)"
+        }
+        return nil
     }
 }
 

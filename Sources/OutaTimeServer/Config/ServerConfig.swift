@@ -148,6 +148,9 @@ public struct ServerConfig: Sendable {
         }
         try require(plainListener || tlsPort != nil, "--no-plain needs a TLS listener (--tls-port, --tls-cert, --tls-key)")
         try require(tlsHandshakesPerIteration >= 1, "tlsHandshakesPerIteration \(tlsHandshakesPerIteration) must be at least 1")
+        if let tokens {
+            try checkCertificateEntries(TokenTable(tokens), file: tokensFile)
+        }
         if tokens == nil && tokensFile == nil && !Self.isLoopback(host) && !allowAnonymous {
             throw ConfigError(message: "refusing to listen on non-loopback address \(host) without --tokens: "
                 + "anyone could operate the boards. Pass --tokens FILE, or --allow-anonymous to accept that.")
@@ -157,6 +160,20 @@ public struct ServerConfig: Sendable {
                 + "boards would cross the network in clear. Serve TLS only (--tls-port PORT --tls-cert FILE "
                 + "--tls-key FILE --no-plain), or pass --allow-plaintext to accept that.")
         }
+    }
+
+    /// Refuses a tokens table with `certificate_subject` entries when the
+    /// server checks no client certificates (no `--tls-client-ca`): those
+    /// entries could never admit anyone, which is a mistake worth stopping
+    /// for (at start, and at a reload, which then keeps the old tokens).
+    func checkCertificateEntries(_ table: TokenTable, file: String?) throws(ConfigError) {
+        guard tls?.clientCAFile == nil,
+              let index = table.entries.firstIndex(where: { if case .certificateSubject = $0.key { true } else { false } })
+        else { return }
+        let source = file.map { "tokens file \($0)" } ?? "tokens"
+        throw ConfigError(message: "\(source): entry \(index + 1) of \(table.entries.count) ('\(table.entries[index].name)') "
+            + "maps a certificate subject, but the server checks no client certificates: add --tls-client-ca FILE "
+            + "(with --tls-port, --tls-cert, --tls-key), or give the entry a 'token'")
     }
 
     static func isLoopback(_ host: String) -> Bool {

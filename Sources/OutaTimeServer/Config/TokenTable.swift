@@ -12,28 +12,45 @@ public struct TokenTable: Sendable {
         self.entries = entries
     }
 
-    /// The entry whose secret `presented` is, or nil.
+    /// The token entry whose secret `presented` is, or nil.
     ///
-    /// Every entry is compared, each in constant time
+    /// Every token entry is compared, each in constant time
     /// (``ConstantTime/equal(_:_:)``), and the hit is kept with a mask
     /// rather than a branch or an early return: the time a `hello` takes
     /// depends on the number of entries and the presented token's length,
     /// not on which entry matched or how much of a token an attacker has
     /// guessed. (A dictionary keyed by token would hash and compare the
-    /// presented bytes: not constant time.)
+    /// presented bytes: not constant time.) Certificate entries never match
+    /// a token.
     func match(_ presented: PresentedToken) -> AccessToken? {
         var found = -1
         for index in entries.indices {
-            let mask = 0 &- (entries[index].secret.matches(presented) ? 1 : 0)
+            let matches: Bool
+            switch entries[index].key {
+            case .token(let secret): matches = secret.matches(presented)
+            case .certificateSubject: matches = false
+            }
+            let mask = 0 &- (matches ? 1 : 0)
             found = (index & mask) | (found & ~mask)
         }
         return found >= 0 ? entries[found] : nil
     }
 
-    /// The entry with the same secret as `entry` (the same token across a
-    /// reload), or nil when that token is no longer listed.
-    func entry(sameSecretAs entry: AccessToken) -> AccessToken? {
-        entries.first { $0.secret == entry.secret }
+    /// The certificate entry whose `certificate_subject` is exactly
+    /// `subject` (the subject of a verified client certificate), or nil.
+    func match(certificateSubject subject: String) -> AccessToken? {
+        entries.first { $0.key == .certificateSubject(subject) }
+    }
+
+    /// True when some entry maps a certificate subject.
+    var hasCertificateEntries: Bool {
+        entries.contains { if case .certificateSubject = $0.key { true } else { false } }
+    }
+
+    /// The entry with the same key as `entry` (the same token, or the same
+    /// certificate subject, across a reload), or nil when it is no longer listed.
+    func entry(sameKeyAs entry: AccessToken) -> AccessToken? {
+        entries.first { $0.key == entry.key }
     }
 
     /// Reads a tokens file: a JSON array of entries (``AccessToken``).
@@ -54,13 +71,13 @@ public struct TokenTable: Sendable {
         }
         guard case .array(let items) = document else {
             throw ConfigError(message: "tokens file \(path) must be a JSON array of "
-                + "{\"token\", \"name\", \"role\", \"channels\"?} objects, got \(document.typeNameWithArticle)")
+                + "{\"token\" (or \"sha256\" or \"certificate_subject\"), \"name\", \"role\", \"channels\"?} objects, got \(document.typeNameWithArticle)")
         }
         if items.isEmpty {
             throw ConfigError(message: "tokens file \(path) lists no tokens: nobody could connect")
         }
         var entries: [AccessToken] = []
-        var secrets = Set<TokenSecret>()
+        var keys = Set<AccessKey>()
         for (index, item) in items.enumerated() {
             let entry: AccessToken
             do {
@@ -69,9 +86,10 @@ public struct TokenTable: Sendable {
                 let named = error.name.map { " ('\($0.prefix(100))')" } ?? ""
                 throw ConfigError(message: "tokens file \(path): entry \(index + 1) of \(items.count)\(named): \(error.problem)")
             }
-            guard secrets.insert(entry.secret).inserted else {
+            guard keys.insert(entry.key).inserted else {
+                let what = if case .certificateSubject = entry.key { "certificate subject" } else { "token" }
                 throw ConfigError(message: "tokens file \(path): entry \(index + 1) of \(items.count) ('\(entry.name)'): "
-                    + "repeats the token of an earlier entry; each token must be listed once")
+                    + "repeats the \(what) of an earlier entry; each \(what) must be listed once")
             }
             entries.append(entry)
         }

@@ -18,10 +18,19 @@ extension Server {
         var role = Role.operate
         var displayName = name ?? client ?? "anonymous"
         if let tokens {
-            // The token's value is never logged or echoed; the lookup takes
-            // the same time whichever entry matches (TokenTable.match).
-            guard let token, let entry = tokens.match(PresentedToken(token)) else {
-                let problem = token == nil ? "no token was given" : "the token is not valid"
+            // A token, when given, decides alone. Without one, the subject of
+            // a client certificate the TLS listener verified (mTLS) may name
+            // a `certificate_subject` entry. The token's value is never
+            // logged or echoed; the token lookup takes the same time whichever
+            // entry matches (TokenTable.match).
+            let subject = token == nil ? verifiedCertificateSubject(of: session) : nil
+            let entry = if let token { tokens.match(PresentedToken(token)) }
+                        else if let subject { tokens.match(certificateSubject: subject) }
+                        else { AccessToken?.none }
+            guard let entry else {
+                let problem = if token != nil { "the token is not valid" }
+                    else if let subject { "no token was given, and no entry maps the client certificate's subject '\(subject.prefix(200))'" }
+                    else { "no token was given" }
                 session.fail(request.id, ProtocolError(.unauthorized,
                     "this server requires a token in 'hello' and \(problem)"))
                 close(session, bye: .unauthorized)
@@ -41,6 +50,15 @@ extension Server {
                                               heartbeatMs: config.heartbeatMs, maxFrame: config.maxFrame,
                                               role: role.rawValue))
         return .replied
+    }
+
+    /// The subject of the client certificate `session` presented, when its
+    /// listener requires client certificates (`--tls-client-ca`) and the
+    /// certificate was verified against them; nil on plaintext, and on a TLS
+    /// listener that checks no client certificates.
+    func verifiedCertificateSubject(of session: Session) -> String? {
+        guard let tls = session.stream.tls, tls.context.requiresClientCertificate else { return nil }
+        return tls.peerCertificateSubject
     }
 
     /// Whether `hello`'s `protocol` is 1; false for any other integer

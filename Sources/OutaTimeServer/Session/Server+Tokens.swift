@@ -8,7 +8,9 @@ extension Server {
     /// stay. Otherwise new `hello`s use the new file at once, and each
     /// ready connection is checked against it by the entry it was admitted
     /// with:
-    /// - its token is gone: `error` push `unauthorized`, `bye unauthorized`;
+    /// - its token (or, for a connection admitted by its client certificate,
+    ///   its `certificate_subject` entry) is gone: `error` push
+    ///   `unauthorized`, `bye unauthorized`;
     /// - its entry's role or scope changed: the connection takes the new
     ///   role and scope for its next requests, unless it is subscribed to a
     ///   channel the new scope excludes: then it is closed as above (its
@@ -27,6 +29,7 @@ extension Server {
         let table: TokenTable
         do {
             table = try TokenTable.load(from: path)
+            try config.checkCertificateEntries(table, file: path)
         } catch {
             logger.error("reload: tokens file not reloaded, the previous tokens stay in force",
                          metadata: ["file": "\(path)", "problem": "\(error.message)"])
@@ -37,8 +40,9 @@ extension Server {
         var updated = 0
         for session in Array(sessions.values) where session.state.isReady {
             guard let old = session.credential else { continue }
-            guard let new = table.entry(sameSecretAs: old) else {
-                revoke(session, "the server's tokens file was reloaded and this connection's token is no longer listed")
+            guard let new = table.entry(sameKeyAs: old) else {
+                revoke(session, "the server's tokens file was reloaded and this connection's "
+                    + (old.key.isCertificateSubject ? "certificate subject" : "token") + " is no longer listed")
                 closed += 1
                 continue
             }

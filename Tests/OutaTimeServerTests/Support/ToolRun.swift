@@ -9,11 +9,15 @@ struct ToolRun {
 
     /// Runs `tool` (built next to the test binary) with `arguments`, reading
     /// both pipes while it runs so a full pipe cannot block it; terminated
-    /// after `timeout` seconds.
-    static func run(_ tool: String, _ arguments: [String], timeout: Double = 60) throws -> ToolRun {
+    /// after `timeout` seconds. `environment` is added to the test's own.
+    static func run(_ tool: String, _ arguments: [String], environment: [String: String] = [:],
+                    timeout: Double = 60) throws -> ToolRun {
         let process = Process()
         process.executableURL = ServerProcess.executableURL.deletingLastPathComponent().appendingPathComponent(tool)
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         let out = Pipe()
         let err = Pipe()
         process.standardOutput = out

@@ -7,6 +7,7 @@ in each test's temporary folder.
 
 from __future__ import annotations
 
+import json
 import socket
 import struct
 import subprocess
@@ -20,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from test_client import PUSH_TIMEOUT, ServerProcess, ServerTestCase  # noqa: E402
 
-from outatime import Client, ConnectionClosed  # noqa: E402
+from outatime import Client, ConnectionClosed, OutaTimeError  # noqa: E402
 
 
 def openssl(*args: str) -> None:
@@ -184,6 +185,49 @@ class MutualTLSTest(TLSServerTestCase):
         with self.assertRaises(ConnectionClosed) as caught:
             foreign.connect()
         self.assertEqual(caught.exception.code, "tls_failed")
+
+
+class CertificateSubjectTest(TLSServerTestCase):
+    """A tokens-file entry naming a client certificate's subject stands in for a token."""
+
+    mtls = True
+
+    def server_extra_args(self) -> list[str]:
+        tokens = self.tmp / "tokens.json"
+        tokens.write_text(json.dumps([
+            {"certificate_subject": "CN=board-1", "name": "Lobby board", "role": "watch", "channels": ["starport/*"]},
+            {"token": "s3cr3t-marty", "name": "Marty", "role": "operate"},
+        ]))
+        return super().server_extra_args() + ["--tokens", str(tokens)]
+
+    def test_listed_certificate_is_admitted_without_a_token(self) -> None:
+        cert, key = self.ca.issue("board-1", [], client=True)
+        board = self.tls_client("self-declared", cert_file=cert, key_file=key)
+        self.assertEqual(board.hello["role"], "watch")
+        r = board.subscribe("starport/hv")
+        self.assertEqual(r["watchers"], [{"session": board.session, "name": "Lobby board"}])
+        with self.assertRaises(OutaTimeError) as caught:
+            board.publish("starport/hv", "hi")
+        self.assertEqual(caught.exception.code, "forbidden")
+        with self.assertRaises(OutaTimeError) as caught:
+            board.get("timers/main")
+        self.assertEqual(caught.exception.code, "forbidden")
+        # A token decides alone, beside the same certificate.
+        marty = self.tls_client("marty", cert_file=cert, key_file=key, token="s3cr3t-marty")
+        self.assertEqual(marty.hello["role"], "operate")
+
+    def test_unlisted_certificate_and_plaintext_are_refused(self) -> None:
+        cert, key = self.ca.issue("board-2", [], client=True)
+        other = self.tls_client("board-2", cert_file=cert, key_file=key, connect=False)
+        with self.assertRaises(OutaTimeError) as caught:
+            other.connect()
+        self.assertEqual(caught.exception.code, "unauthorized")
+        self.assertIn("'CN=board-2'", str(caught.exception))
+        plain = Client("127.0.0.1", self.server.port, name="Lobby board")
+        self.clients.append(plain)
+        with self.assertRaises(OutaTimeError) as caught:
+            plain.connect()
+        self.assertEqual(caught.exception.code, "unauthorized")
 
 
 class TLSOnlyTest(TLSServerTestCase):
