@@ -74,6 +74,13 @@ final class Server {
     private(set) var tlsFiles: TLSFiles?
     /// Bounds the TLS handshake steps per loop iteration.
     private var handshakeGate: TLSHandshakeGate?
+    /// The HTTP listener (`--http`), if any, and its open connections.
+    var httpListener: TCPListener?
+    var httpConnections: [Int: HTTPConnection] = [:]
+    var nextHTTPSerial = 0
+    /// The store's last write failed (its message), until one succeeds:
+    /// `/healthz` answers 503 meanwhile.
+    var storeFailure: String?
     let inbox: AsyncInbox<ServerMessage>
     private var flusher: Prepare!
     /// Fires a deferred (coalesced) flush.
@@ -135,6 +142,8 @@ final class Server {
         var plain: SocketAddress?
         /// The TLS listener's, if there is one.
         var tls: SocketAddress?
+        /// The HTTP listener's (`--http`), if there is one.
+        var http: SocketAddress?
     }
 
     private static func makeTLSContext(_ files: TLSFiles) throws(TLSError) -> TLSContext {
@@ -180,6 +189,9 @@ final class Server {
             handshakeGate = TLSHandshakeGate(loop: loop, perIteration: config.tlsHandshakesPerIteration)
             bound.tls = listener.localAddress
         }
+        if let endpoint = config.http {
+            bound.http = try startHTTP(endpoint)
+        }
         scheduler = Scheduler<String>(loop: loop)
         scheduler.onDue = { [unowned self] key, now in self.clockDue(key, now: now) }
         recoverChannelsAfterRestart()
@@ -214,6 +226,9 @@ final class Server {
         transition(to: .running)
         if let address = bound.plain {
             logger.info("listening", metadata: ["address": "\(address)", "db": "\(config.databasePath)"])
+        }
+        if let address = bound.http {
+            logger.info("http listening", metadata: ["address": "\(address)"])
         }
         if let address = bound.tls {
             logger.info("tls listening", metadata: ["address": "\(address)", "db": "\(config.databasePath)",
@@ -379,6 +394,7 @@ final class Server {
     func closeOwnHandles() {
         listener?.close()
         tlsListener?.close()
+        closeHTTP()
         handshakeGate?.close()
         flusher?.close()
         flushTimer?.close()

@@ -11,15 +11,19 @@ public final class ServerHandle: Sendable {
     public let port: Int
     /// The TLS listener's port, if there is one.
     public let tlsPort: Int?
+    /// The HTTP listener's port (`http`), if there is one.
+    public let httpPort: Int?
     /// The bound host.
     public let host: String
     private let sender: InboxSender<ServerMessage>
     private let finished: Finished
 
-    private init(host: String, port: Int, tlsPort: Int?, sender: InboxSender<ServerMessage>, finished: Finished) {
+    private init(host: String, port: Int, tlsPort: Int?, httpPort: Int?, sender: InboxSender<ServerMessage>,
+                 finished: Finished) {
         self.host = host
         self.port = port
         self.tlsPort = tlsPort
+        self.httpPort = httpPort
         self.sender = sender
         self.finished = finished
     }
@@ -48,7 +52,8 @@ public final class ServerHandle: Sendable {
         switch started.wait() {
         case .success(let (address, sender)):
             return ServerHandle(host: (address.plain ?? address.tls)!.host, port: address.plain?.port ?? 0,
-                                tlsPort: address.tls?.port, sender: sender, finished: finished)
+                                tlsPort: address.tls?.port, httpPort: address.http?.port, sender: sender,
+                                finished: finished)
         case .failure(let error):
             throw error
         }
@@ -136,12 +141,15 @@ extension Server {
 public enum ServerRunner {
     /// Runs until SIGINT/SIGTERM; true when everything closed cleanly.
     /// `onListening` gets the plaintext listener's host and port, then
-    /// `onTLSListening` the TLS listener's (each only if it exists).
+    /// `onTLSListening` the TLS listener's, then `onHTTPListening` the HTTP
+    /// listener's (each only if it exists).
     public static func run(config: ServerConfig, logger: Logger, onListening: (String, Int) -> Void,
-                           onTLSListening: (String, Int) -> Void = { _, _ in }) throws -> Bool {
+                           onTLSListening: (String, Int) -> Void = { _, _ in },
+                           onHTTPListening: (String, Int) -> Void = { _, _ in }) throws -> Bool {
         try Server.runForeground(config: config, logger: logger) { bound in
             if let plain = bound.plain { onListening(plain.host, plain.port) }
             if let tls = bound.tls { onTLSListening(tls.host, tls.port) }
+            if let http = bound.http { onHTTPListening(http.host, http.port) }
         }
     }
 }

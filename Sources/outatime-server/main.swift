@@ -56,6 +56,13 @@ struct OutaTimeServerCommand: ParsableCommand {
     @Flag(help: "No plaintext listener: serve TLS only (on --tls-port).")
     var noPlain = false
 
+    @Option(help: ArgumentHelp("""
+        Serve HTTP on HOST:PORT ([IPv6]:PORT, or a bare PORT on 127.0.0.1; 0 picks a free port, printed as \
+        'http listening on HOST:PORT'): GET /healthz (200 while the store writer is not failing, else 503) \
+        and GET /readyz (200 while running, 503 while shutting down). Off by default.
+        """, valueName: "host:port"))
+    var http: String?
+
     @Flag(help: "Allow a plaintext listener on a non-loopback --host (tokens and boards cross the network in clear).")
     var allowPlaintext = false
 
@@ -160,6 +167,13 @@ struct OutaTimeServerCommand: ParsableCommand {
         config.allowAnonymous = allowAnonymous
         config.allowPlaintext = allowPlaintext
         config.plainListener = !noPlain
+        if let http {
+            do {
+                config.http = try HTTPEndpoint.parse(http)
+            } catch {
+                throw ValidationError(error.message)
+            }
+        }
         config.tlsPort = tlsPort
         if tlsCert != nil || tlsKey != nil || tlsClientCa != nil {
             guard let tlsCert, let tlsKey else {
@@ -210,7 +224,8 @@ struct OutaTimeServerCommand: ParsableCommand {
             }
             clean = try ServerRunner.run(config: config, logger: logger,
                                          onListening: { announce("", $0, $1) },
-                                         onTLSListening: { announce("tls ", $0, $1) })
+                                         onTLSListening: { announce("tls ", $0, $1) },
+                                         onHTTPListening: { announce("http ", $0, $1) })
         } catch {
             FileHandle.standardError.write(Data("outatime-server: error: cannot start: \(error)\n".utf8))
             throw ExitCode(1)

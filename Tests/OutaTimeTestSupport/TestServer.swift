@@ -39,6 +39,9 @@ public final class TestServer {
     /// The TLS listener's port (configured with `tlsPort`).
     public var tlsPort: Int { handle.tlsPort ?? 0 }
 
+    /// The HTTP listener's port (configured with `http`).
+    public var httpPort: Int { handle.httpPort ?? 0 }
+
     /// Starts a server on `databasePath` and `port` (0: any free port);
     /// `configure` adjusts the options. Without a `logger`, only critical
     /// messages are printed. A fixed port that is still taken (the previous

@@ -44,6 +44,10 @@ public struct ServerConfig: Sendable {
     /// everyone else's traffic). A step costs at most one signature and one
     /// key exchange (not yet measured: docs/BENCHMARKS.md has no TLS figures).
     public var tlsHandshakesPerIteration = 32
+    /// The HTTP listener (`--http`): `/healthz`, `/readyz`; nil: none.
+    public var http: HTTPEndpoint? = nil
+    /// HTTP connections open at once; one more is closed at once.
+    public var maxHTTPConnections = 256
     /// A connection that has not sent `hello` within this time is closed.
     /// For TLS, the handshake counts within this time.
     public var helloTimeoutMs = 10_000

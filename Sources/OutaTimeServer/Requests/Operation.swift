@@ -108,6 +108,11 @@ extension Server {
             channelsRefused: counters.channelsRefused,
             channelsForgotten: counters.channelsForgotten,
             maxChannels: config.maxChannels,
+            http: config.http == nil ? nil : [
+                "requests": counters.httpRequests, "refused_heads": counters.httpRefusedHeads,
+                "refused_connections": counters.httpRefused, "timeouts": counters.httpTimeouts,
+                "open": httpConnections.count,
+            ],
             rssBytes: StatsResult.residentBytes()
         )
     }

@@ -19,6 +19,13 @@ struct ServerCounters {
     /// Accepts that failed and reached the server (libuv drains the backlog
     /// itself when descriptors run out while its spare one is free).
     var acceptErrors: [String: Int] = [:]
+    /// The HTTP listener: requests answered, heads refused (4xx/5xx from
+    /// the parser), connections closed at once over
+    /// ``ServerConfig/maxHTTPConnections``, connections timed out.
+    var httpRequests = 0
+    var httpRefusedHeads = 0
+    var httpRefused = 0
+    var httpTimeouts = 0
     /// Channel creations refused at ``ServerConfig/maxChannels``.
     var channelsRefused = 0
     /// Idle empty channels forgotten (``ServerConfig/idleChannelMs``).
@@ -75,6 +82,9 @@ struct StatsResult: Encodable {
     var channelsRefused: Int
     var channelsForgotten: Int
     var maxChannels: Int
+    /// `requests`, `refused_heads`, `refused_connections`, `timeouts`, `open`
+    /// (absent without `--http`).
+    var http: [String: Int]?
     var rssBytes: Int
 
     enum CodingKeys: String, CodingKey {
@@ -108,6 +118,7 @@ struct StatsResult: Encodable {
         case channelsRefused = "channels_refused"
         case channelsForgotten = "channels_forgotten"
         case maxChannels = "max_channels"
+        case http
         case rssBytes = "rss_bytes"
     }
 

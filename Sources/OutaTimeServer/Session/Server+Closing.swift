@@ -94,6 +94,7 @@ extension Server {
                 break
             }
         }
+        sweepHTTP(now: now)
         if case .running = phase { forgetIdleChannels(now: now) }
         if case .draining = phase { checkDrained() }
     }

@@ -30,6 +30,9 @@ extension Server {
             guard let purpose = pendingWrites.removeValue(forKey: commit.ticket) else { continue }
             if let failure = commit.error {
                 logger.error("store write failed", metadata: ["ticket": "\(commit.ticket)", "error": "\(failure)"])
+                storeFailure = "\(failure)"
+            } else {
+                storeFailure = nil
             }
             switch purpose {
             case .creation(let channel): creationCommitted(channel, failure: commit.error)

@@ -237,6 +237,15 @@ final class TestClient {
         return false
     }
 
+    /// The next bytes that arrive (at most `max`); empty at EOF.
+    func readSome(max: Int = 65_536, timeout: Double = TestClient.defaultTimeout) throws -> [UInt8] {
+        try waitReadable(deadline: Date().addingTimeInterval(timeout), what: "bytes")
+        var bytes = [UInt8](repeating: 0, count: max)
+        let n = bytes.withUnsafeMutableBytes { recv(fd, $0.baseAddress!, max, 0) }
+        if n < 0 { throw TestClientError.socket("recv", errno) }
+        return Array(bytes[0..<n])
+    }
+
     /// Closes normally: the server reads EOF.
     func closeCleanly() {
         guard fd >= 0 else { return }

@@ -1,0 +1,94 @@
+import OutaTimeProtocol
+import UV
+
+/// One connection to the HTTP listener: bytes in, request heads out
+/// (``HTTPHeadParser``), one response per head, in order. Requests have no
+/// body; a connection keeps alive as HTTP/1.1 says, and is closed after a
+/// refused head, at the hello timeout without a complete head, and when
+/// the server stops.
+final class HTTPConnection {
+    let serial: Int
+    let stream: TCPStream
+    /// Bytes received and not yet consumed by a head.
+    private var buffer: [UInt8] = []
+    private var parser = HTTPHeadParser()
+    /// When the current head began arriving (or the connection opened).
+    private(set) var waitingSince: UInt64
+    /// True once the connection is being closed: nothing more is read.
+    private(set) var isClosing = false
+
+    init(serial: Int, stream: TCPStream, now: UInt64) {
+        self.serial = serial
+        self.stream = stream
+        waitingSince = now
+    }
+
+    /// Takes `bytes` and returns the heads now complete, in order, and a
+    /// refusal if the next head is refused (nothing after it is read).
+    func receive(_ bytes: UnsafeRawBufferPointer) -> (heads: [HTTPRequestHead], refusal: HTTPHeadError?) {
+        guard !isClosing else { return ([], nil) }
+        buffer.append(contentsOf: bytes)
+        var heads: [HTTPRequestHead] = []
+        while true {
+            switch buffer.withUnsafeBytes({ parser.parse($0) }) {
+            case .needMore:
+                return (heads, nil)
+            case .head(let head, let length):
+                heads.append(head)
+                buffer.removeFirst(length)
+                parser.reset()
+                if !head.keepsAlive { return (heads, nil) }
+            case .refused(let error):
+                return (heads, error)
+            }
+        }
+    }
+
+    /// A response was written; the next head's wait starts now.
+    func answered(at now: UInt64) {
+        waitingSince = now
+    }
+
+    /// Whether part of a head has arrived (a slow head gets `408`).
+    var hasPartialHead: Bool { !buffer.isEmpty }
+
+    /// Queues `response` and sends it.
+    func send(_ response: [UInt8]) {
+        stream.enqueue(OwnedBytes(response))
+        stream.flush()
+    }
+
+    /// Stops reading; closes once what is queued is written.
+    func closeAfterWriting(_ onClosed: @escaping () -> Void) {
+        guard !isClosing else { return }
+        isClosing = true
+        stream.stopReading()
+        stream.shutdown { [stream] _ in stream.close(onClosed) }
+    }
+
+    /// Closes at once (the server stops, or the peer went away).
+    func closeNow(_ onClosed: @escaping () -> Void) {
+        isClosing = true
+        stream.close(onClosed)
+    }
+}
+
+/// The bytes of one HTTP/1.1 response.
+struct HTTPResponse {
+    var status: HTTPStatus
+    var body: String
+    var contentType = "text/plain; charset=utf-8"
+    var extraFields: [(String, String)] = []
+
+    /// Status line, fields and (unless `headOnly`) the body.
+    func bytes(keepAlive: Bool, headOnly: Bool) -> [UInt8] {
+        let body = Array(self.body.utf8)
+        var text = "HTTP/1.1 \(status.rawValue) \(status.reasonPhrase)\r\n"
+        text += "Content-Type: \(contentType)\r\n"
+        text += "Content-Length: \(body.count)\r\n"
+        text += "Cache-Control: no-store\r\n"
+        for (name, value) in extraFields { text += "\(name): \(value)\r\n" }
+        text += "Connection: \(keepAlive ? "keep-alive" : "close")\r\n\r\n"
+        return Array(text.utf8) + (headOnly ? [] : body)
+    }
+}

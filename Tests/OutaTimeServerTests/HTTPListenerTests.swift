@@ -1,0 +1,135 @@
+import OutaTimeTestSupport
+import Foundation
+import OutaTimeProtocol
+import OutaTimeServer
+import Testing
+
+/// The HTTP listener (`--http`) of the real server, over TCP: `/healthz`,
+/// `/readyz`, keep-alive, refusals with their status, and no effect on the
+/// protocol listener's clients.
+@Suite("HTTP listener", .timeLimit(.minutes(1)))
+struct HTTPListenerTests {
+    struct Response {
+        var status: Int
+        var fields: [String: String]
+        var body: String
+    }
+
+    static func configure(_ config: inout ServerConfig) {
+        config.http = HTTPEndpoint(port: 0)
+    }
+
+    /// Reads one response (its head, then `Content-Length` bytes unless `head`).
+    static func readResponse(_ client: TestClient, head: Bool = false) throws -> Response {
+        var bytes: [UInt8] = []
+        var headEnd: Int?
+        for _ in 0..<1_000 where headEnd == nil {
+            let more = try client.readSome()
+            if more.isEmpty { break }
+            bytes += more
+            headEnd = bytes.indices.dropLast(3).first { bytes[$0..<$0 + 4].elementsEqual("\r\n\r\n".utf8) }
+        }
+        let end = try #require(headEnd, "no response head in \(String(decoding: bytes, as: UTF8.self).debugDescription)")
+        let lines = String(decoding: bytes[..<end], as: UTF8.self).components(separatedBy: "\r\n")
+        let status = Int(lines[0].split(separator: " ")[1]) ?? -1
+        var fields: [String: String] = [:]
+        for line in lines.dropFirst() {
+            let parts = line.split(separator: ":", maxSplits: 1)
+            fields[parts[0].lowercased()] = parts[1].trimmingCharacters(in: .whitespaces)
+        }
+        let length = head ? 0 : Int(fields["content-length"] ?? "0") ?? 0
+        var body = Array(bytes[(end + 4)...])
+        for _ in 0..<1_000 where body.count < length {
+            let more = try client.readSome()
+            if more.isEmpty { break }
+            body += more
+        }
+        #expect(body.count == length, "body of \(body.count) bytes, Content-Length \(length)")
+        return Response(status: status, fields: fields, body: String(decoding: body, as: UTF8.self))
+    }
+
+    static func get(_ client: TestClient, _ path: String, method: String = "GET", extra: String = "") throws -> Response {
+        try client.sendRaw(Array("\(method) \(path) HTTP/1.1\r\nHost: localhost\r\n\(extra)\r\n".utf8))
+        return try readResponse(client, head: method == "HEAD")
+    }
+
+    @Test("healthz and readyz answer 200 on one kept-alive connection; HEAD has no body; an unknown path is 404")
+    func routes() throws {
+        try withTestServer(Self.configure) { server in
+            #expect(server.httpPort > 0)
+            let client = try TestClient(port: server.httpPort)
+            let health = try Self.get(client, "/healthz")
+            #expect(health.status == 200 && health.body == "ok\n" && health.fields["connection"] == "keep-alive")
+            let ready = try Self.get(client, "/readyz", method: "HEAD")
+            #expect(ready.status == 200 && ready.body.isEmpty && ready.fields["content-length"] == "6")
+            let missing = try Self.get(client, "/metrics/nothing")
+            #expect(missing.status == 404 && missing.body.contains("/healthz"))
+            let closing = try Self.get(client, "/readyz", extra: "Connection: close\r\n")
+            #expect(closing.status == 200 && closing.fields["connection"] == "close")
+            #expect(client.expectClosed())
+        }
+    }
+
+    @Test("bad requests get their status and a close; protocol clients are unaffected", arguments: [
+        ("POST /healthz HTTP/1.1\r\nHost: a\r\n\r\n", 405),
+        ("GET /healthz HTTP/1.1\r\n\r\n", 400),
+        ("GET /healthz HTTP/2.0\r\nHost: a\r\n\r\n", 505),
+        ("\u{0}\u{0}\u{0}\u{10}{\"type\":\"ping\"}", 400),
+        ("GET /healthz HTTP/1.1\r\nHost: a\r\nX: " + String(repeating: "v", count: 9_000) + "\r\n\r\n", 431),
+    ])
+    func refusals(request: String, status: Int) throws {
+        try withTestServer(Self.configure) { server in
+            let board = try server.connectReady(name: "board")
+            let client = try TestClient(port: server.httpPort)
+            try client.sendRaw(Array(request.utf8))
+            let response = try Self.readResponse(client)
+            #expect(response.status == status, "\(response)")
+            #expect(response.fields["connection"] == "close")
+            if status == 405 { #expect(response.fields["allow"] == "GET, HEAD") }
+            #expect(client.expectClosed())
+            #expect(try board.request("ping").isOK)
+        }
+    }
+
+    @Test("a head that does not arrive within the hello timeout gets 408 and a close")
+    func slowHead() throws {
+        try withTestServer({ config in
+            Self.configure(&config)
+            config.helloTimeoutMs = 300
+        }) { server in
+            let client = try TestClient(port: server.httpPort)
+            try client.sendRaw(Array("GET /healthz HTTP/1.1\r\nHost:".utf8))
+            let response = try Self.readResponse(client)
+            #expect(response.status == 408)
+            #expect(client.expectClosed())
+            let idle = try TestClient(port: server.httpPort)
+            #expect(idle.expectClosed(timeout: 10), "an idle HTTP connection was kept")
+        }
+    }
+
+    @Test("healthz is 503 while the store's writes fail, 200 again once they succeed")
+    func unhealthyStore() throws {
+        let folder = try TemporaryFolder()
+        let database = folder.path("outatime.sqlite")
+        let server = try TestServer(databasePath: database, configure: Self.configure)
+        defer { server.stop(); withExtendedLifetime(folder) {} }
+        let operator_ = try server.connectReady(name: "Doc")
+        let channel = "timers/health"
+        let add: [String: Any] = ["channel": channel, "action": "add", "args": ["event": "check", "remaining_s": 5]]
+        try operator_.call("command", add)
+        let client = try TestClient(port: server.httpPort)
+        #expect(try Self.get(client, "/healthz").status == 200)
+
+        // Another process takes the database's write lock: commits fail.
+        let locker = try DatabaseLocker(path: database)
+        let failed = try operator_.request("command", add)
+        #expect(failed.errorCode == .internal, "\(failed)")
+        let unhealthy = try Self.get(client, "/healthz")
+        #expect(unhealthy.status == 503 && unhealthy.body.contains("failed"), "\(unhealthy)")
+        #expect(try Self.get(client, "/readyz").status == 200)
+        try locker.release()
+
+        #expect(try operator_.request("command", add).isOK)
+        #expect(try Self.get(client, "/healthz").status == 200)
+    }
+}
