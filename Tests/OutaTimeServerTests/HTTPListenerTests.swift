@@ -133,3 +133,32 @@ struct HTTPListenerTests {
         #expect(try Self.get(client, "/healthz").status == 200)
     }
 }
+
+/// `--http` on the real executable, and the forms it reads.
+@Suite("HTTP listener flag", .timeLimit(.minutes(1)))
+struct HTTPFlagTests {
+    @Test("--http 0 prints 'http listening on 127.0.0.1:PORT' after the protocol listener, and serves /readyz")
+    func executable() throws {
+        let server = try ServerProcess(["--port", "0", "--http", "0", "--log-level", "error"])
+        #expect(server.awaitListening() != nil, "stderr: \(server.stderrText)")
+        let line = try #require(server.readLine(), "stderr: \(server.stderrText)")
+        #expect(line.hasPrefix("http listening on 127.0.0.1:"), "\(line)")
+        let port = try #require(Int(line.split(separator: ":").last ?? ""))
+        let client = try TestClient(port: port)
+        #expect(try HTTPListenerTests.get(client, "/readyz").status == 200)
+        server.send(signal: SIGTERM)
+        #expect(server.waitForExit() == 0)
+    }
+
+    @Test("HOST:PORT, [IPv6]:PORT and a bare PORT are read; anything else names the value", arguments: [
+        ("9090", "127.0.0.1", 9090), ("0.0.0.0:9100", "0.0.0.0", 9100), ("[::1]:0", "::1", 0),
+    ])
+    func parse(text: String, host: String, port: Int) throws {
+        #expect(try HTTPEndpoint.parse(text) == HTTPEndpoint(host: host, port: port))
+    }
+
+    @Test("bad --http values are refused", arguments: ["", "70000", "host:", ":80", "::1:80", "[::1]80", "a:b", "9090x"])
+    func badValues(text: String) {
+        #expect(throws: ConfigError.self) { try HTTPEndpoint.parse(text) }
+    }
+}
