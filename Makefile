@@ -29,7 +29,7 @@ SERVER_BIN := .build/debug/outatime-server
 
 .DEFAULT_GOAL := help
 
-.PHONY: help deps build run test test-python crash-trials release fuzz bench-peers bench-commands clean
+.PHONY: help deps test-deps build run test test-python crash-trials release fuzz bench-peers bench-commands clean
 
 help: ## List the targets
 	@echo "OutaTime — make targets:"
@@ -64,7 +64,13 @@ build: deps ## Build everything (debug)
 run: build ## Start the server on 127.0.0.1:1985, database ./data/outatime.sqlite
 	$(SERVER_BIN) --host $(HOST) --port $(PORT) --db $(DB) $(ARGS)
 
-test: deps ## Build and run every test
+# PyPI packages the tests use: a real Prometheus text parser for /metrics.
+PYTHON_TEST_PACKAGES := prometheus-client==0.21.1
+
+test-deps: ## Install the Python packages the tests need (prometheus-client) if missing
+	@python3 -c 'import prometheus_client' 2>/dev/null || python3 -m pip install --quiet $(PYTHON_TEST_PACKAGES)
+
+test: deps test-deps ## Build and run every test
 	$(SWIFT) build --build-tests
 	$(SWIFT) test $(TEST_ARGS)
 	$(MAKE) test-python

@@ -17,6 +17,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         .systemLibrary(
@@ -54,6 +55,8 @@ let package = Package(
                 "UV", "OutaTimeProtocol", "OutaTimeDomain", "OutaTimeStore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
+                // `/metrics`: the Prometheus text format (no SwiftNIO needed).
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
         .target(name: "OutaTimeClient", dependencies: ["UV", "OutaTimeProtocol", "OutaTimeDomain"]),

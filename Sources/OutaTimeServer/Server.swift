@@ -81,6 +81,8 @@ final class Server {
     /// The store's last write failed (its message), until one succeeds:
     /// `/healthz` answers 503 meanwhile.
     var storeFailure: String?
+    /// `/metrics` (built on the first scrape's server, kept after).
+    lazy var metrics = ServerMetrics(version: Self.version)
     let inbox: AsyncInbox<ServerMessage>
     private var flusher: Prepare!
     /// Fires a deferred (coalesced) flush.

@@ -58,8 +58,9 @@ struct OutaTimeServerCommand: ParsableCommand {
 
     @Option(help: ArgumentHelp("""
         Serve HTTP on HOST:PORT ([IPv6]:PORT, or a bare PORT on 127.0.0.1; 0 picks a free port, printed as \
-        'http listening on HOST:PORT'): GET /healthz (200 while the store writer is not failing, else 503) \
-        and GET /readyz (200 while running, 503 while shutting down). Off by default.
+        'http listening on HOST:PORT'): GET /metrics (Prometheus text format), GET /healthz (200 while the \
+        store writer is not failing, else 503) and GET /readyz (200 while running, 503 while shutting down). \
+        Off by default.
         """, valueName: "host:port"))
     var http: String?
 

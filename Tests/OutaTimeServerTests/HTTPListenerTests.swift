@@ -162,3 +162,70 @@ struct HTTPFlagTests {
         #expect(throws: ConfigError.self) { try HTTPEndpoint.parse(text) }
     }
 }
+
+/// `GET /metrics`, read by a real Prometheus parser (PyPI
+/// `prometheus-client`, `text_string_to_metric_families`).
+@Suite("metrics", .timeLimit(.minutes(1)))
+struct MetricsTests {
+    /// Every sample of the scrape as `name{label=value,…}` → value, as the
+    /// Python parser reads it; the test fails if the parser refuses the text.
+    static func scrape(_ server: TestServer) throws -> [String: Double] {
+        let client = try TestClient(port: server.httpPort)
+        let response = try HTTPListenerTests.get(client, "/metrics")
+        #expect(response.status == 200)
+        #expect(response.fields["content-type"]?.hasPrefix("text/plain; version=0.0.4") == true)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", """
+            import json, sys
+            from prometheus_client.parser import text_string_to_metric_families
+            samples = {}
+            for family in text_string_to_metric_families(sys.stdin.read()):
+                for s in family.samples:
+                    labels = ",".join(f"{k}={v}" for k, v in sorted(s.labels.items()))
+                    samples[s.name + ("{" + labels + "}" if labels else "")] = s.value
+            print(json.dumps(samples))
+            """]
+        let input = Pipe(), output = Pipe(), errors = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        input.fileHandleForWriting.write(Data(response.body.utf8))
+        try input.fileHandleForWriting.close()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        let problem = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw TestClientError.failed("the Prometheus parser refused /metrics: \(problem)\n\(response.body)")
+        }
+        return try JSONDecoder().decode([String: Double].self, from: data)
+    }
+
+    @Test("/metrics parses with prometheus-client; counters move after a publish, a command and a tick")
+    func countersMove() throws {
+        try withTestServer({ config in
+            config.http = HTTPEndpoint(port: 0)
+            config.lapTickMs = 20
+        }) { server in
+            let before = try Self.scrape(server)
+            #expect(before["outatime_build_info{version=\(OutaTimeVersion.serverName)}"] == 1, "\(before.keys.sorted())")
+            #expect(before["outatime_channels{kind=laps}"] == 0)
+
+            let operator_ = try server.connectReady(name: "Doc")
+            try operator_.call("subscribe", ["channel": "laps/metrics"])
+            try operator_.call("publish", ["channel": "laps/metrics", "data": ["note": "hi"]])
+            try operator_.call("command", ["channel": "laps/metrics", "action": "start"])
+            _ = try operator_.readUntil(type: "tick")
+            let after = try Self.scrape(server)
+            for name in ["outatime_messages_published_total", "outatime_events_committed_total",
+                         "outatime_ticks_total", "outatime_deliveries_total", "outatime_frames_in_total"] {
+                #expect((after[name] ?? 0) > (before[name] ?? 0), "\(name): \(before[name] ?? -1) → \(after[name] ?? -1)")
+            }
+            #expect(after["outatime_channels{kind=laps}"] == 1)
+            #expect(after["outatime_connections"] == 1)
+            #expect((after["outatime_tick_lateness_seconds_count"] ?? 0) >= 1)
+            #expect((after["outatime_process_resident_memory_bytes"] ?? 0) > 0)
+        }
+    }
+}

@@ -63,7 +63,9 @@ extension Server {
     private func playTick(of channel: Channel, due: UInt64) {
         let outcome = channel.state.tick(at: clock.date(atLoopMilliseconds: due))
         if let push = outcome.push {
-            counters.countTick(due: due, now: Loop.hrtime / 1_000_000)
+            let now = Loop.hrtime / 1_000_000
+            counters.countTick(due: due, now: now)
+            if config.http != nil { metrics.tickLateness.record(Double(now > due ? now - due : 0) / 1000) }
             broadcastTick(push, to: channel.key)
         }
         commitSystemEvents(outcome.events, on: channel)

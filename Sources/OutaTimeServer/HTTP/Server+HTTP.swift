@@ -74,11 +74,19 @@ extension Server {
                 return HTTPResponse(status: .serviceUnavailable, body: "unhealthy: the store's last write failed: \(failure)\n")
             }
             return HTTPResponse(status: .ok, body: "ok\n")
+        case "/metrics":
+            var byKind: [String: Int] = [:]
+            for kind in ChannelKind.allCases { byKind[kind.rawValue] = 0 }
+            for channel in channels.values where channel.pipeline.isDurable {
+                byKind[channel.name.kind.rawValue, default: 0] += 1
+            }
+            return HTTPResponse(status: .ok, body: metrics.render(statsResult(), channelsByKind: byKind),
+                                contentType: "text/plain; version=0.0.4; charset=utf-8")
         case "/readyz":
             if case .running = phase { return HTTPResponse(status: .ok, body: "ready\n") }
             return HTTPResponse(status: .serviceUnavailable, body: "not ready: the server is \(phase.name)\n")
         default:
-            return HTTPResponse(status: .notFound, body: "no route \(head.path.prefix(100)); routes: /healthz, /readyz\n")
+            return HTTPResponse(status: .notFound, body: "no route \(head.path.prefix(100)); routes: /metrics, /healthz, /readyz\n")
         }
     }
 

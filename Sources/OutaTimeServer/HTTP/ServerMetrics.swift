@@ -1,0 +1,87 @@
+import Foundation
+import Prometheus
+
+/// The server's figures in the Prometheus text format (`GET /metrics`),
+/// rendered by swift-prometheus. One source of truth: the counters are the
+/// ones `stats` reports (``StatsResult``), synced into the registry at
+/// each scrape (a counter moves by what it gained since the last one);
+/// tick lateness is a histogram recorded as ticks are built. No label
+/// names a channel: the number of series does not grow with the channels.
+final class ServerMetrics {
+    let registry = PrometheusCollectorRegistry()
+    /// Seconds a tick was built after it was due.
+    let tickLateness: ValueHistogram
+    /// What each synced counter showed at the last scrape.
+    private var synced: [String: Int] = [:]
+    private var counters: [String: Counter] = [:]
+    private var gauges: [String: Gauge] = [:]
+
+    init(version: String) {
+        tickLateness = registry.makeValueHistogram(
+            name: "outatime_tick_lateness_seconds",
+            buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+            help: "How long after it was due each tick was built")
+        registry.makeGauge(name: "outatime_build_info", labels: [("version", version)],
+                           help: "The server's version (always 1)").set(to: 1)
+    }
+
+    /// The text of one scrape.
+    func render(_ stats: StatsResult, channelsByKind: [String: Int]) -> String {
+        counter("outatime_connections_accepted_total", stats.connectionsAccepted, help: "Connections accepted")
+        gauge("outatime_connections", stats.connections, help: "Open protocol connections")
+        gauge("outatime_subscriptions", stats.subscriptions, help: "Subscriptions held")
+        for (kind, count) in channelsByKind {
+            gauge("outatime_channels", count, labels: [("kind", kind)], help: "Channels held, by kind")
+        }
+        for (reason, count) in stats.closes {
+            counter("outatime_connection_closes_total", count, labels: [("reason", reason)],
+                    help: "Connections closed, by reason")
+        }
+        counter("outatime_frames_in_total", stats.framesIn, help: "Frames received")
+        counter("outatime_frames_out_total", stats.framesOut, help: "Frames sent")
+        counter("outatime_bytes_in_total", stats.bytesIn, help: "Bytes received")
+        counter("outatime_bytes_out_total", stats.bytesOut, help: "Bytes sent")
+        counter("outatime_messages_published_total", stats.messagesPublished, help: "Messages published")
+        counter("outatime_deliveries_total", stats.deliveries, help: "Pushes delivered to subscribers")
+        counter("outatime_events_committed_total", stats.eventsCommitted, help: "Durable events committed")
+        counter("outatime_store_batches_total", stats.storeBatches, help: "Group commits")
+        gauge("outatime_store_backlog", stats.storeBacklog, help: "Writes waiting for the store writer")
+        counter("outatime_ticks_total", stats.ticks, help: "Tick pushes built")
+        counter("outatime_ticks_late_total", stats.ticksLate, help: "Ticks built more than 50 ms after they were due")
+        counter("outatime_ticks_conflated_total", stats.ticksConflated,
+                help: "Ticks a slow connection never got (a newer one replaced them)")
+        counter("outatime_slow_consumer_closes_total", stats.slowConsumerCloses, help: "Connections closed as slow consumers")
+        gauge("outatime_process_resident_memory_bytes", stats.rssBytes, help: "Resident memory of the server process")
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        let cpu = Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+            + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1_000_000
+        gauge("outatime_process_cpu_seconds", cpu, help: "CPU time the server process used (user and system)")
+        return registry.emitToString()
+    }
+
+    private func key(_ name: String, _ labels: [(String, String)]) -> String {
+        labels.isEmpty ? name : name + "{" + labels.map { "\($0.0)=\($0.1)" }.joined(separator: ",") + "}"
+    }
+
+    /// Moves the counter to `total` (it only ever grows).
+    private func counter(_ name: String, _ total: Int, labels: [(String, String)] = [], help: String) {
+        let key = key(name, labels)
+        let counter = counters[key] ?? registry.makeCounter(name: name, labels: labels, help: help)
+        counters[key] = counter
+        let gained = total - (synced[key] ?? 0)
+        if gained > 0 { counter.increment(by: Int64(gained)) }
+        synced[key] = max(total, synced[key] ?? 0)
+    }
+
+    private func gauge(_ name: String, _ value: some BinaryInteger, labels: [(String, String)] = [], help: String) {
+        gauge(name, Double(value), labels: labels, help: help)
+    }
+
+    private func gauge(_ name: String, _ value: Double, labels: [(String, String)] = [], help: String) {
+        let key = key(name, labels)
+        let gauge = gauges[key] ?? registry.makeGauge(name: name, labels: labels, help: help)
+        gauges[key] = gauge
+        gauge.set(to: value)
+    }
+}
