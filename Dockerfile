@@ -23,6 +23,7 @@ RUN swift package resolve
 COPY Sources ./Sources
 COPY Tests ./Tests
 COPY clients ./clients
+COPY Fuzz/Checks ./Fuzz/Checks
 # The Swift runtime and Foundation are linked statically, so the runtime stage
 # needs only the C libraries. The image carries the server and the terminal
 # client `outatime`.
@@ -51,7 +52,7 @@ COPY --from=build /out/outatime-load /usr/local/bin/outatime-load
 USER outatime
 WORKDIR /data
 VOLUME /data
-EXPOSE 1985
+EXPOSE 1985 9090
 
 # Listens on every interface of the container and lets anyone in as
 # `operate` (--allow-anonymous): fine for a local try-out behind a loopback
@@ -60,4 +61,4 @@ EXPOSE 1985
 # --tokens /run/secrets/outatime-tokens.json, and serve TLS instead of
 # --allow-plaintext: --tls-port 1986 --tls-cert … --tls-key … --no-plain
 # (see README.md).
-CMD ["outatime-server", "--host", "0.0.0.0", "--port", "1985", "--db", "/data/outatime.sqlite", "--allow-anonymous", "--allow-plaintext"]
+CMD ["outatime-server", "--host", "0.0.0.0", "--port", "1985", "--db", "/data/outatime.sqlite", "--allow-anonymous", "--allow-plaintext", "--http", "0.0.0.0:9090"]
