@@ -146,6 +146,12 @@ struct OutaTimeServerCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Log level: trace, debug, info, notice, warning, error, critical. Logs go to stderr.", valueName: "level"))
     var logLevel = "info"
 
+    @Option(help: ArgumentHelp("""
+        Log format: text (one readable line) or json (one object a line: ts, level, logger, msg, then the \
+        metadata keys such as conn.id, channel, reason).
+        """, valueName: "format"))
+    var logFormat = "text"
+
     func makeConfig() throws -> ServerConfig {
         var config = ServerConfig()
         config.host = host
@@ -204,12 +210,21 @@ struct OutaTimeServerCommand: ParsableCommand {
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError("--log-level '\(logLevel)' is not one of trace, debug, info, notice, warning, error, critical")
         }
+        guard ["text", "json"].contains(logFormat) else {
+            throw ValidationError("--log-format '\(logFormat)' is not one of text, json")
+        }
         _ = try makeConfig()
     }
 
     func run() throws {
         let level = Logger.Level(rawValue: logLevel) ?? .info
+        let json = logFormat == "json"
         LoggingSystem.bootstrap { label in
+            if json {
+                var handler = JSONLogHandler.standardError(label: label)
+                handler.logLevel = level
+                return handler
+            }
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
             return handler

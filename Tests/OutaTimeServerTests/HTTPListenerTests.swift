@@ -229,3 +229,37 @@ struct MetricsTests {
         }
     }
 }
+
+/// `--log-format json`: one object a line, stable keys.
+@Suite("JSON logs", .timeLimit(.minutes(1)))
+struct JSONLogTests {
+    @Test("every log line is one JSON object: ts, level, logger, msg first, then the metadata keys (conn.id …)")
+    func jsonLines() throws {
+        let server = try ServerProcess(["--port", "0", "--log-format", "json", "--log-level", "trace"])
+        let listening = try #require(server.awaitListening(), "stderr: \(server.stderrText)")
+        let client = try TestClient(port: listening.port)
+        try client.hello(name: "logger")
+        client.closeAbruptly()
+        Thread.sleep(forTimeInterval: 0.3)
+        server.send(signal: SIGTERM)
+        #expect(server.waitForExit() == 0)
+        let lines = server.stderrText.split(separator: "\n")
+        #expect(lines.count >= 4, "\(server.stderrText)")
+        var sawConnection = false
+        for line in lines {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String], "\(line)")
+            #expect(line.hasPrefix(#"{"ts":""#) && line.contains(#","level":""#) && line.contains(#","logger":"outatime","msg":""#),
+                    "\(line)")
+            #expect(object["ts"]?.hasSuffix("Z") == true)
+            if object["conn.id"] != nil { sawConnection = true }
+        }
+        #expect(sawConnection, "no line names a connection: \(server.stderrText)")
+    }
+
+    @Test("an unknown --log-format is refused, naming it")
+    func badFormat() throws {
+        let server = try ServerProcess(["--port", "0", "--log-format", "xml"])
+        #expect(server.waitForExit() == 64)
+        #expect(server.stderrText.contains("--log-format 'xml' is not one of text, json"), "\(server.stderrText)")
+    }
+}
