@@ -108,6 +108,11 @@ extension Server {
             channelsRefused: counters.channelsRefused,
             channelsForgotten: counters.channelsForgotten,
             maxChannels: config.maxChannels,
+            hellosFailed: counters.hellosFailed,
+            hellosLockedOut: counters.hellosLockedOut,
+            maxFailedHellos: config.maxFailedHellos,
+            requestRatePauses: counters.requestRatePauses,
+            maxRequestsPerSecond: config.maxRequestsPerSecond,
             rssBytes: StatsResult.residentBytes()
         )
     }

@@ -23,6 +23,14 @@ struct ServerCounters {
     var channelsRefused = 0
     /// Idle empty channels forgotten (``ServerConfig/idleChannelMs``).
     var channelsForgotten = 0
+    /// `hello`s refused for a bad or missing token (tokens configured).
+    var hellosFailed = 0
+    /// `hello`s refused because their address was locked out
+    /// (``ServerConfig/maxFailedHellos``).
+    var hellosLockedOut = 0
+    /// Times a connection's reading was paused for going over
+    /// ``ServerConfig/maxRequestsPerSecond``.
+    var requestRatePauses = 0
     /// `tick` pushes built (one per channel tick, whatever the subscriber count).
     var ticks = 0
     /// Ticks a slow connection never got: a newer one of the same channel
@@ -75,6 +83,11 @@ struct StatsResult: Encodable {
     var channelsRefused: Int
     var channelsForgotten: Int
     var maxChannels: Int
+    var hellosFailed: Int
+    var hellosLockedOut: Int
+    var maxFailedHellos: Int
+    var requestRatePauses: Int
+    var maxRequestsPerSecond: Int
     var rssBytes: Int
 
     enum CodingKeys: String, CodingKey {
@@ -108,6 +121,11 @@ struct StatsResult: Encodable {
         case channelsRefused = "channels_refused"
         case channelsForgotten = "channels_forgotten"
         case maxChannels = "max_channels"
+        case hellosFailed = "hellos_failed"
+        case hellosLockedOut = "hellos_locked_out"
+        case maxFailedHellos = "max_failed_hellos"
+        case requestRatePauses = "request_rate_pauses"
+        case maxRequestsPerSecond = "max_requests_per_second"
         case rssBytes = "rss_bytes"
     }
 
