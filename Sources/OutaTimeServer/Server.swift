@@ -88,6 +88,9 @@ final class Server {
     /// Records the alive-until moment each second (``recordAlive(force:)``).
     private var aliveTimer: UV.Timer!
     private(set) var scheduler: Scheduler<String>!
+    /// Wakes rate-limited sessions (by serial) when their next request-rate
+    /// window begins (``overRequestRate(_:)``).
+    private(set) var rateWakeups: Scheduler<Int>!
     private var signals: [Signal] = []
     var dirty: [Session] = []
 
@@ -182,6 +185,8 @@ final class Server {
         }
         scheduler = Scheduler<String>(loop: loop)
         scheduler.onDue = { [unowned self] key, now in self.clockDue(key, now: now) }
+        rateWakeups = Scheduler<Int>(loop: loop)
+        rateWakeups.onDue = { [unowned self] serial, _ in self.rateWindowBegan(serial) }
         recoverChannelsAfterRestart()
         flusher = Prepare(loop: loop)
         flusher.start { [unowned self] in
@@ -386,6 +391,7 @@ final class Server {
         sweeper?.close()
         aliveTimer?.close()
         scheduler?.close()
+        rateWakeups?.close()
         if !signals.isEmpty {
             // Already stopping: a second Ctrl-C or SIGTERM must not kill the
             // process once the watchers are gone (exit 0 stays exit 0).
