@@ -53,6 +53,21 @@ struct RequestRateTests {
         }
     }
 
+    @Test("a paused connection that half-closes still gets every reply, then the close")
+    func halfCloseWhilePaused() throws {
+        try withTestServer({ $0.maxRequestsPerSecond = 20; $0.requestRateWindowMs = 100 }) { server in
+            let client = try server.connectReady()
+            try flood(client, first: 1, count: 60)
+            client.finishSending()
+            for id in 1...60 {
+                let reply = try client.readReply(id: id, timeout: 5)
+                #expect(reply.isOK)
+            }
+            #expect(client.pushes.isEmpty, "unexpected frames: \(describe(client.pushes))")
+            #expect(client.expectClosed(), "still open after the last reply")
+        }
+    }
+
     @Test("0 turns the limit off")
     func off() throws {
         try withTestServer({ $0.maxRequestsPerSecond = 0; $0.requestRateWindowMs = 60_000 }) { server in
