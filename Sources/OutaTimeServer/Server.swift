@@ -91,6 +91,10 @@ final class Server {
     /// Wakes rate-limited sessions (by serial) when their next request-rate
     /// window begins (``overRequestRate(_:)``).
     private(set) var rateWakeups: Scheduler<Int>!
+    /// Wakes connections whose failed `hello` is answered late (by serial),
+    /// with what to answer (``ServerConfig/failedHelloDelayMs``).
+    private(set) var helloDelays: Scheduler<Int>!
+    var slowedHellos: [Int: SlowedHello] = [:]
     private var signals: [Signal] = []
     var dirty: [Session] = []
 
@@ -187,6 +191,8 @@ final class Server {
         scheduler.onDue = { [unowned self] key, now in self.clockDue(key, now: now) }
         rateWakeups = Scheduler<Int>(loop: loop)
         rateWakeups.onDue = { [unowned self] serial, _ in self.rateWindowBegan(serial) }
+        helloDelays = Scheduler<Int>(loop: loop)
+        helloDelays.onDue = { [unowned self] serial, _ in self.slowedHelloDue(serial) }
         recoverChannelsAfterRestart()
         flusher = Prepare(loop: loop)
         flusher.start { [unowned self] in
@@ -392,6 +398,7 @@ final class Server {
         aliveTimer?.close()
         scheduler?.close()
         rateWakeups?.close()
+        helloDelays?.close()
         if !signals.isEmpty {
             // Already stopping: a second Ctrl-C or SIGTERM must not kill the
             // process once the watchers are gone (exit 0 stays exit 0).

@@ -116,8 +116,8 @@ struct OutaTimeServerCommand: ParsableCommand {
     var idleChannelS = 60
 
     @Option(help: ArgumentHelp("""
-        Failed hellos (a bad or missing token, with --tokens) one client IP address may make per \
-        minute. Beyond that the address is locked out until the minute (counted from its first \
+        Failed hellos (a bad or missing token, with --tokens; each answered 250 ms late) one client \
+        IP address may make per minute. Beyond that the address is locked out until the minute (counted from its first \
         failure) ends: every hello from it gets 'bye unauthorized', even with a valid token. A \
         successful hello does not reset the count. 0: no limit.
         """, valueName: "n"))

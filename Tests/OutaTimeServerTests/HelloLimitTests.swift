@@ -96,6 +96,26 @@ struct HelloLimitTests {
         }
     }
 
+    @Test("a failed hello is answered late (failedHelloDelayMs) without holding up other connections")
+    func failureSlowed() throws {
+        let tokens = try Self.tokensFile()
+        try withTestServer({ tokens.configure(&$0); $0.failedHelloDelayMs = 400 }) { server in
+            let other = try server.connectReady(token: Self.good)
+            let guesser = try server.connect()
+            let started = Date()
+            try guesser.sendFrame(["type": "hello", "id": 1, "protocol": 1, "token": "guess"])
+            // The loop goes on meanwhile.
+            let pong = try other.request("ping", timeout: 2)
+            #expect(pong.isOK)
+            let reply = try guesser.readReply(id: 1, timeout: 5)
+            let elapsed = Date().timeIntervalSince(started)
+            #expect(reply.errorCode == .unauthorized, "got \(describe([reply]))")
+            #expect(elapsed >= 0.35, "answered after \(elapsed) s")
+            #expect(try guesser.readFrame()["reason"] as? String == "unauthorized")
+            #expect(guesser.expectClosed())
+        }
+    }
+
     @Test("0 turns the limit off")
     func off() throws {
         let tokens = try Self.tokensFile()

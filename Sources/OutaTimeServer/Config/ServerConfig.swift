@@ -79,6 +79,11 @@ public struct ServerConfig: Sendable {
     /// `unauthorized` and `bye` `unauthorized` until the window ends. A
     /// successful `hello` does not reset the count. 0: no limit.
     public var maxFailedHellos = 10
+    /// A `hello` refused for its token is answered (error, then `bye`) this
+    /// long later, on a timer: each guess costs the guesser that long,
+    /// while the server goes on. A refusal for a lockout is immediate.
+    /// 0: at once.
+    public var failedHelloDelayMs = 250
     /// The window of ``maxFailedHellos``: it starts at an address's first
     /// failure and lasts this long (a minute; tests shorten it).
     public var failedHelloWindowMs = 60_000
@@ -157,6 +162,8 @@ public struct ServerConfig: Sendable {
         try require((1...(1_000 * 31_536_000)).contains(idleChannelMs),
                     "--idle-channel-s is out of range (1…31536000 seconds), got \(idleChannelMs) ms")
         try require(maxFailedHellos >= 0, "--max-failed-hellos \(maxFailedHellos) must be at least 0 (0: no limit)")
+        try require((0...5_000).contains(failedHelloDelayMs),
+                    "failedHelloDelayMs \(failedHelloDelayMs) is out of range (0…5000 ms)")
         try require(failedHelloWindowMs >= 1, "failedHelloWindowMs \(failedHelloWindowMs) must be at least 1")
         try require(maxRequestsPerSecond >= 0,
                     "--max-requests-per-second \(maxRequestsPerSecond) must be at least 0 (0: no limit)")

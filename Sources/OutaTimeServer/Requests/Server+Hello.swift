@@ -38,10 +38,8 @@ extension Server {
                     else if let subject { "no token was given, and no entry maps the client certificate's subject '\(subject.prefix(200))'" }
                     else { "no token was given" }
                 countFailedHello(from: session)
-                session.fail(request.id, ProtocolError(.unauthorized,
-                    "this server requires a token in 'hello' and \(problem)"))
-                close(session, bye: .unauthorized)
-                return .replied
+                return refuseSlowly(request.id, ProtocolError(.unauthorized,
+                    "this server requires a token in 'hello' and \(problem)"), on: session)
             }
             role = entry.role
             displayName = entry.name
@@ -73,6 +71,30 @@ extension Server {
             "address \(host) is locked out for \(seconds) s after \(config.maxFailedHellos) failed hellos "
                 + "(--max-failed-hellos, per \(Self.duration(ms: config.failedHelloWindowMs))); every hello from it is refused "
                 + "until then, even with a valid token")
+    }
+
+    /// Answers a `hello` that failed for its token with `failure` and `bye`
+    /// `unauthorized` ``ServerConfig/failedHelloDelayMs`` later, on a timer
+    /// (the loop goes on): each guess costs the guesser that long. The
+    /// connection's input waits meanwhile, like a read off the loop.
+    private func refuseSlowly(_ id: RequestID?, _ failure: ProtocolError, on session: Session) -> Handled {
+        guard config.failedHelloDelayMs > 0 else {
+            session.fail(id, failure)
+            close(session, bye: .unauthorized)
+            return .replied
+        }
+        let slot = session.requests.reserve()
+        slowedHellos[session.serial] = SlowedHello(slot: slot, id: id, failure: failure)
+        helloDelays.schedule(session.serial, at: loop.now + UInt64(config.failedHelloDelayMs))
+        return .reading(slot)
+    }
+
+    /// A slowed `hello` failure is due: its reply, then `bye` `unauthorized`.
+    func slowedHelloDue(_ serial: Int) {
+        guard let slowed = slowedHellos.removeValue(forKey: serial),
+              let session = sessions[serial], session.state.isOpen else { return }
+        session.fill(slowed.slot, id: slowed.id, failure: slowed.failure)
+        close(session, bye: .unauthorized)
     }
 
     /// `60 s`, or `250 ms` for a window that is not whole seconds.
@@ -117,4 +139,11 @@ extension Server {
                 "field 'protocol' must be an integer (this server speaks protocol 1), got \(other.errorDescription)")
         }
     }
+}
+
+/// A failed `hello` whose answer waits (``Server/refuseSlowly(_:_:on:)``).
+struct SlowedHello {
+    let slot: ReplySlot
+    let id: RequestID?
+    let failure: ProtocolError
 }
