@@ -97,6 +97,13 @@ final class Server {
     /// Records the alive-until moment each second (``recordAlive(force:)``).
     private var aliveTimer: UV.Timer!
     private(set) var scheduler: Scheduler<String>!
+    /// Wakes rate-limited sessions (by serial) when their next request-rate
+    /// window begins (``overRequestRate(_:)``).
+    private(set) var rateWakeups: Scheduler<Int>!
+    /// Wakes connections whose failed `hello` is answered late (by serial),
+    /// with what to answer (``ServerConfig/failedHelloDelayMs``).
+    private(set) var helloDelays: Scheduler<Int>!
+    var slowedHellos: [Int: SlowedHello] = [:]
     private var signals: [Signal] = []
     var dirty: [Session] = []
 
@@ -196,6 +203,10 @@ final class Server {
         }
         scheduler = Scheduler<String>(loop: loop)
         scheduler.onDue = { [unowned self] key, now in self.clockDue(key, now: now) }
+        rateWakeups = Scheduler<Int>(loop: loop)
+        rateWakeups.onDue = { [unowned self] serial, _ in self.rateWindowBegan(serial) }
+        helloDelays = Scheduler<Int>(loop: loop)
+        helloDelays.onDue = { [unowned self] serial, _ in self.slowedHelloDue(serial) }
         recoverChannelsAfterRestart()
         flusher = Prepare(loop: loop)
         flusher.start { [unowned self] in
@@ -404,6 +415,8 @@ final class Server {
         sweeper?.close()
         aliveTimer?.close()
         scheduler?.close()
+        rateWakeups?.close()
+        helloDelays?.close()
         if !signals.isEmpty {
             // Already stopping: a second Ctrl-C or SIGTERM must not kill the
             // process once the watchers are gone (exit 0 stays exit 0).

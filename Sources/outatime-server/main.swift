@@ -123,6 +123,21 @@ struct OutaTimeServerCommand: ParsableCommand {
         """, valueName: "s"))
     var idleChannelS = 60
 
+    @Option(help: ArgumentHelp("""
+        Failed hellos (a bad or missing token, with --tokens; each answered 250 ms late) one client \
+        IP address may make per minute. Beyond that the address is locked out until the minute (counted from its first \
+        failure) ends: every hello from it gets 'bye unauthorized', even with a valid token. A \
+        successful hello does not reset the count. 0: no limit.
+        """, valueName: "n"))
+    var maxFailedHellos = 10
+
+    @Option(help: ArgumentHelp("""
+        Requests one connection may send per second. Beyond that the server stops reading the \
+        connection until the second ends: its requests wait in order and are answered later, \
+        nothing is refused; other connections are unaffected. 0: no limit.
+        """, valueName: "n"))
+    var maxRequestsPerSecond = 5_000
+
     @Option(help: ArgumentHelp("Durable events kept per channel for history and recovery (at least 1000).", valueName: "n"))
     var historyLimit = 1000
 
@@ -167,6 +182,8 @@ struct OutaTimeServerCommand: ParsableCommand {
         if let maxConnections { config.maxConnections = maxConnections }
         config.maxConnectionsPerAddress = maxConnectionsPerAddress
         config.maxChannels = maxChannels
+        config.maxFailedHellos = maxFailedHellos
+        config.maxRequestsPerSecond = maxRequestsPerSecond
         guard (1...31_536_000).contains(idleChannelS) else {
             throw ValidationError("--idle-channel-s \(idleChannelS) is out of range (1…31536000 seconds)")
         }

@@ -34,7 +34,7 @@ PKI=$OUT/pki
 outatime_start() {  # fresh database; plain 19100, TLS 19101
   rm -f "$OUT"/bench.sqlite*
   "$BIN/outatime-server" --port 19100 --tls-port 19101 --tls-cert "$PKI/server.pem" --tls-key "$PKI/server.key" \
-    --db "$OUT/bench.sqlite" --log-level warning &
+    --db "$OUT/bench.sqlite" --log-level warning --max-requests-per-second 0 &
   SERVER=$!
   sleep 1.5
 }

@@ -77,6 +77,28 @@ public struct ServerConfig: Sendable {
     /// is forgotten — dropped from memory and from the database — once it
     /// has been so for this long. It comes back, new, when next named.
     public var idleChannelMs = 60_000
+    /// Failed `hello`s (a bad or missing token, tokens configured) one
+    /// client IP address may make per ``failedHelloWindowMs``. Beyond that,
+    /// every `hello` from the address — right token or not — is refused with
+    /// `unauthorized` and `bye` `unauthorized` until the window ends. A
+    /// successful `hello` does not reset the count. 0: no limit.
+    public var maxFailedHellos = 10
+    /// A `hello` refused for its token is answered (error, then `bye`) this
+    /// long later, on a timer: each guess costs the guesser that long,
+    /// while the server goes on. A refusal for a lockout is immediate.
+    /// 0: at once.
+    public var failedHelloDelayMs = 250
+    /// The window of ``maxFailedHellos``: it starts at an address's first
+    /// failure and lasts this long (a minute; tests shorten it).
+    public var failedHelloWindowMs = 60_000
+    /// Requests (frames) one connection may send per
+    /// ``requestRateWindowMs``. Beyond that the server stops reading the
+    /// connection until the window ends: the requests wait (in order) in the
+    /// kernel's buffers and are answered later; nothing is refused. 0: no
+    /// limit.
+    public var maxRequestsPerSecond = 5_000
+    /// The window of ``maxRequestsPerSecond`` (a second; tests shorten it).
+    public var requestRateWindowMs = 1_000
     /// Subscriptions one connection may hold.
     public var maxSubscriptionsPerSession = 1024
     /// Upper bound on a graceful shutdown; what is left is then closed hard.
@@ -143,6 +165,13 @@ public struct ServerConfig: Sendable {
         try require(maxChannels >= 1, "--max-channels \(maxChannels) must be at least 1")
         try require((1...(1_000 * 31_536_000)).contains(idleChannelMs),
                     "--idle-channel-s is out of range (1…31536000 seconds), got \(idleChannelMs) ms")
+        try require(maxFailedHellos >= 0, "--max-failed-hellos \(maxFailedHellos) must be at least 0 (0: no limit)")
+        try require((0...5_000).contains(failedHelloDelayMs),
+                    "failedHelloDelayMs \(failedHelloDelayMs) is out of range (0…5000 ms)")
+        try require(failedHelloWindowMs >= 1, "failedHelloWindowMs \(failedHelloWindowMs) must be at least 1")
+        try require(maxRequestsPerSecond >= 0,
+                    "--max-requests-per-second \(maxRequestsPerSecond) must be at least 0 (0: no limit)")
+        try require(requestRateWindowMs >= 1, "requestRateWindowMs \(requestRateWindowMs) must be at least 1")
         try require(historyLimit >= 1000, "--history-limit \(historyLimit) is below the contract's minimum of 1000")
         if let tlsPort {
             try require((0...65535).contains(tlsPort), "--tls-port \(tlsPort) is not a TCP port (0…65535; 0 picks a free port)")

@@ -113,6 +113,11 @@ extension Server {
                 "refused_connections": counters.httpRefused, "timeouts": counters.httpTimeouts,
                 "open": httpConnections.count,
             ],
+            hellosFailed: counters.hellosFailed,
+            hellosLockedOut: counters.hellosLockedOut,
+            maxFailedHellos: config.maxFailedHellos,
+            requestRatePauses: counters.requestRatePauses,
+            maxRequestsPerSecond: config.maxRequestsPerSecond,
             rssBytes: StatsResult.residentBytes()
         )
     }

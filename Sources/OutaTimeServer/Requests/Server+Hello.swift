@@ -18,6 +18,12 @@ extension Server {
         var role = Role.operate
         var displayName = name ?? client ?? "anonymous"
         if let tokens {
+            if let refusal = helloLockout(of: session) {
+                counters.hellosLockedOut += 1
+                session.fail(request.id, refusal)
+                close(session, bye: .unauthorized)
+                return .replied
+            }
             // A token, when given, decides alone. Without one, the subject of
             // a client certificate the TLS listener verified (mTLS) may name
             // a `certificate_subject` entry. The token's value is never
@@ -31,10 +37,9 @@ extension Server {
                 let problem = if token != nil { "the token is not valid" }
                     else if let subject { "no token was given, and no entry maps the client certificate's subject '\(subject.prefix(200))'" }
                     else { "no token was given" }
-                session.fail(request.id, ProtocolError(.unauthorized,
-                    "this server requires a token in 'hello' and \(problem)"))
-                close(session, bye: .unauthorized)
-                return .replied
+                countFailedHello(from: session)
+                return refuseSlowly(request.id, ProtocolError(.unauthorized,
+                    "this server requires a token in 'hello' and \(problem)"), on: session)
             }
             role = entry.role
             displayName = entry.name
@@ -50,6 +55,58 @@ extension Server {
                                               heartbeatMs: config.heartbeatMs, maxFrame: config.maxFrame,
                                               role: role.rawValue))
         return .replied
+    }
+
+    /// The refusal for a `hello` from an address that failed too often
+    /// (``ServerConfig/maxFailedHellos``), checked before the token: once
+    /// locked out, even the right token is refused until the window ends,
+    /// so guessing stops paying. Nil when the address may try.
+    private func helloLockout(of session: Session) -> ProtocolError? {
+        guard config.maxFailedHellos > 0, let host = session.peerHost,
+              let remainingMs = addresses.lockout(of: host, now: loop.now, limit: config.maxFailedHellos)
+        else { return nil }
+        let seconds = (remainingMs + 999) / 1000
+        logger.debug("hello refused: address locked out", metadata: ["conn.id": "\(session.id)", "peer": "\(host)"])
+        return ProtocolError(.unauthorized,
+            "address \(host) is locked out for \(seconds) s after \(config.maxFailedHellos) failed hellos "
+                + "(--max-failed-hellos, per \(Self.duration(ms: config.failedHelloWindowMs))); every hello from it is refused "
+                + "until then, even with a valid token")
+    }
+
+    /// Answers a `hello` that failed for its token with `failure` and `bye`
+    /// `unauthorized` ``ServerConfig/failedHelloDelayMs`` later, on a timer
+    /// (the loop goes on): each guess costs the guesser that long. The
+    /// connection's input waits meanwhile, like a read off the loop.
+    private func refuseSlowly(_ id: RequestID?, _ failure: ProtocolError, on session: Session) -> Handled {
+        guard config.failedHelloDelayMs > 0 else {
+            session.fail(id, failure)
+            close(session, bye: .unauthorized)
+            return .replied
+        }
+        let slot = session.requests.reserve()
+        slowedHellos[session.serial] = SlowedHello(slot: slot, id: id, failure: failure)
+        helloDelays.schedule(session.serial, at: loop.now + UInt64(config.failedHelloDelayMs))
+        return .reading(slot)
+    }
+
+    /// A slowed `hello` failure is due: its reply, then `bye` `unauthorized`.
+    func slowedHelloDue(_ serial: Int) {
+        guard let slowed = slowedHellos.removeValue(forKey: serial),
+              let session = sessions[serial], session.state.isOpen else { return }
+        session.fill(slowed.slot, id: slowed.id, failure: slowed.failure)
+        close(session, bye: .unauthorized)
+    }
+
+    /// `60 s`, or `250 ms` for a window that is not whole seconds.
+    private static func duration(ms: Int) -> String {
+        ms % 1000 == 0 ? "\(ms / 1000) s" : "\(ms) ms"
+    }
+
+    /// Counts a `hello` refused for its token against the peer's address.
+    private func countFailedHello(from session: Session) {
+        counters.hellosFailed += 1
+        guard config.maxFailedHellos > 0, let host = session.peerHost else { return }
+        addresses.helloFailed(from: host, now: loop.now, windowMs: UInt64(config.failedHelloWindowMs))
     }
 
     /// The subject of the client certificate `session` presented, when its
@@ -82,4 +139,11 @@ extension Server {
                 "field 'protocol' must be an integer (this server speaks protocol 1), got \(other.errorDescription)")
         }
     }
+}
+
+/// A failed `hello` whose answer waits (``Server/refuseSlowly(_:_:on:)``).
+struct SlowedHello {
+    let slot: ReplySlot
+    let id: RequestID?
+    let failure: ProtocolError
 }

@@ -30,6 +30,14 @@ struct ServerCounters {
     var channelsRefused = 0
     /// Idle empty channels forgotten (``ServerConfig/idleChannelMs``).
     var channelsForgotten = 0
+    /// `hello`s refused for a bad or missing token (tokens configured).
+    var hellosFailed = 0
+    /// `hello`s refused because their address was locked out
+    /// (``ServerConfig/maxFailedHellos``).
+    var hellosLockedOut = 0
+    /// Times a connection's reading was paused for going over
+    /// ``ServerConfig/maxRequestsPerSecond``.
+    var requestRatePauses = 0
     /// `tick` pushes built (one per channel tick, whatever the subscriber count).
     var ticks = 0
     /// Ticks a slow connection never got: a newer one of the same channel
@@ -85,6 +93,11 @@ struct StatsResult: Encodable {
     /// `requests`, `refused_heads`, `refused_connections`, `timeouts`, `open`
     /// (absent without `--http`).
     var http: [String: Int]?
+    var hellosFailed: Int
+    var hellosLockedOut: Int
+    var maxFailedHellos: Int
+    var requestRatePauses: Int
+    var maxRequestsPerSecond: Int
     var rssBytes: Int
 
     enum CodingKeys: String, CodingKey {
@@ -119,6 +132,11 @@ struct StatsResult: Encodable {
         case channelsForgotten = "channels_forgotten"
         case maxChannels = "max_channels"
         case http
+        case hellosFailed = "hellos_failed"
+        case hellosLockedOut = "hellos_locked_out"
+        case maxFailedHellos = "max_failed_hellos"
+        case requestRatePauses = "request_rate_pauses"
+        case maxRequestsPerSecond = "max_requests_per_second"
         case rssBytes = "rss_bytes"
     }
 

@@ -10,6 +10,8 @@ import OutaTimeProtocol
 /// a request that cannot run yet (its channel is being created, or a
 /// snapshot must wait for the channel's commits) and a read done off the
 /// loop (`history`, recovery). Until it is done, later frames wait here.
+/// A connection over its request rate waits the same way, for its next
+/// window, with reading stopped (``Server/overRequestRate(_:)``).
 ///
 /// Replies leave in request order: one answered early waits behind an
 /// earlier one still waiting for its commit.
@@ -30,6 +32,10 @@ struct RequestQueue {
         case retry(Request)
         /// The reply at `slot` comes from a read off the loop.
         case read(ReplySlot)
+        /// The connection sent its ``ServerConfig/maxRequestsPerSecond``
+        /// for this window: `frame` (the first over it) runs when the next
+        /// window starts. Reading stays stopped meanwhile (``isFull``).
+        case rateLimited(frame: [UInt8])
     }
 
     private(set) var input = Input.reading
@@ -66,9 +72,12 @@ struct RequestQueue {
     /// True while anything is unanswered: the idle timeout does not apply.
     var isBusy: Bool { isWaiting || !unsent.isEmpty }
 
-    /// True when the server should stop reading until the queue shrinks.
+    /// True when the server should stop reading until the queue shrinks
+    /// (or, rate-limited, until the next window).
     var isFull: Bool {
         switch input {
+        case .waiting(.rateLimited, _):
+            true
         case .waiting(_, let backlog):
             backlog.count >= Self.backlogFrames || backlogBytes >= Self.backlogBytes
         case .reading:

@@ -57,7 +57,7 @@ extension Server {
         session.transition(to: .closed)
         detach(session)
         sessions[session.serial] = nil
-        if let host = session.peerHost { addresses.connectionClosed(from: host) }
+        if let host = session.peerHost { addresses.connectionClosed(from: host, now: loop.now) }
         session.requests.clear()
         session.stream.close()
         logger.trace("connection closed", metadata: ["conn.id": "\(session.id)", "reason": "\(reason.rawValue)"])
@@ -96,6 +96,7 @@ extension Server {
         }
         sweepHTTP(now: now)
         if case .running = phase { forgetIdleChannels(now: now) }
+        addresses.forgetExpiredFailures(now: now)
         if case .draining = phase { checkDrained() }
     }
 

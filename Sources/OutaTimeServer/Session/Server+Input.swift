@@ -32,6 +32,11 @@ extension Server {
 
     /// One complete frame body: parse the envelope and run the request.
     func run(_ body: UnsafeRawBufferPointer, on session: Session) {
+        if overRequestRate(session) {
+            session.requests.park(.rateLimited(frame: Array(body)))
+            pauseReadingIfFull(session)
+            return
+        }
         counters.framesIn += 1
         let request: Request
         do {
@@ -65,12 +70,17 @@ extension Server {
     /// then the frames that arrived meanwhile, in order, until one parks.
     func resume(_ session: Session, failing failure: ProtocolError? = nil) {
         guard session.state.isOpen, let (parked, held) = session.requests.unpark() else { return }
-        if case .retry(let request) = parked {
+        switch parked {
+        case .retry(let request):
             if let failure {
                 session.fail(request.id, failure)
             } else {
                 run(request, on: session)
             }
+        case .rateLimited(let frame):
+            frame.withUnsafeBytes { run($0, on: session) }
+        case .read:
+            break
         }
         var frames = held
         while !session.requests.isWaiting, session.state.isOpen, let body = frames.popFirst() {
@@ -90,6 +100,40 @@ extension Server {
     /// A read off the loop answered `slot`: resume the input it held.
     func readAnswered(_ slot: ReplySlot, on session: Session) {
         guard case .waiting(.read(let parked), _) = session.requests.input, parked == slot else { return }
+        resume(session)
+    }
+
+    /// Whether `session` has sent its ``ServerConfig/maxRequestsPerSecond``
+    /// in the current window (counting the frame about to run when not).
+    /// Windows are fixed, one after another, each starting at the first
+    /// frame after the previous one ended. Over the rate, the next window's
+    /// start is scheduled and counted as a pause: the caller parks the frame
+    /// and stops reading, so the kernel holds the rest (back-pressure on the
+    /// sender alone) and every request is answered, in order, later.
+    func overRequestRate(_ session: Session) -> Bool {
+        let limit = config.maxRequestsPerSecond
+        guard limit > 0 else { return false }
+        let now = loop.now
+        if now >= session.rateWindowEnd {
+            session.rateWindowEnd = now + UInt64(config.requestRateWindowMs)
+            session.requestsInWindow = 0
+        }
+        guard session.requestsInWindow >= limit else {
+            session.requestsInWindow += 1
+            return false
+        }
+        counters.requestRatePauses += 1
+        rateWakeups.schedule(session.serial, at: session.rateWindowEnd)
+        logger.debug("request rate reached, reading paused", metadata: [
+            "conn.id": "\(session.id)", "max_requests_per_second": "\(limit)"])
+        return true
+    }
+
+    /// A rate-limited session's next window began: its parked frame and the
+    /// ones held behind it run (until the rate parks it again), and reading
+    /// resumes.
+    func rateWindowBegan(_ serial: Int) {
+        guard let session = sessions[serial], case .waiting(.rateLimited, _) = session.requests.input else { return }
         resume(session)
     }
 

@@ -93,8 +93,13 @@ final class Session {
     var isSealed = false
     /// The peer closed its side (EOF seen).
     var sawEOF = false
-    /// Reading stopped because ``requests`` is full.
+    /// Reading stopped because ``requests`` is full (or rate-limited).
     var isReadingPaused = false
+    /// Loop time (ms) the current request-rate window ends
+    /// (``ServerConfig/maxRequestsPerSecond``).
+    var rateWindowEnd: UInt64 = 0
+    /// Requests run in the current request-rate window.
+    var requestsInWindow = 0
     /// Ticks waiting for the output to drain, newest per channel
     /// (conflation; see ``queueTick(_:channel:)``).
     private(set) var heldTicks: [String: Frame] = [:]

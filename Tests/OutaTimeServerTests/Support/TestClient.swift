@@ -54,10 +54,29 @@ final class TestClient {
     private(set) var session: String?
 
     /// Connects to 127.0.0.1:`port`. A small `receiveBuffer` (bytes) makes
-    /// the kernel hold little for a client that does not read.
-    init(port: Int, timeout: Double = TestClient.defaultTimeout, receiveBuffer: Int32? = nil) throws {
+    /// the kernel hold little for a client that does not read. `source`
+    /// binds the client's end to another loopback address first (Linux
+    /// answers all of 127.0.0.0/8), so a test can be a second client address.
+    init(port: Int, timeout: Double = TestClient.defaultTimeout, receiveBuffer: Int32? = nil,
+         source: String? = nil) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TestClientError.socket("socket", errno) }
+        if let source {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            local.sin_addr = in_addr(s_addr: inet_addr(source))
+            let bound = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+            if bound != 0 {
+                let code = errno
+                close(fd)
+                fd = -1
+                throw TestClientError.socket("bind to \(source)", code)
+            }
+        }
         if var size = receiveBuffer {
             setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
         }
