@@ -151,15 +151,7 @@ struct ScopedTokenTests {
         (#"[{"token": "secret-board-1885",}]"#, "is not valid JSON"),
     ])
     func malformedFileRefused(text: String, expected: String) throws {
-        let file = try TokensFile([])
-        try file.write(text: text)
-        do {
-            _ = try TokenTable.load(from: file.path)
-            Issue.record("accepted: \(text)")
-        } catch {
-            #expect(error.message.contains(expected), "\(error.message)")
-            #expect(!error.message.contains("secret-board-1885"), "the token leaked into the message: \(error.message)")
-        }
+        try expectTokensFileRefused(text, expected, secrets: ["secret-board-1885"])
     }
 
     @Test("the loader reads the three pattern forms")
