@@ -72,22 +72,6 @@ public struct DomainEvent: Sendable, Equatable {
     }
 }
 
-/// An event payload without fields: `{}`.
-public struct EmptyEventData: JSONWritable, Sendable {
-    /// The payload.
-    public init() {}
-
-    /// Writes nothing: the encoder writes `{}`.
-    public func writeFields(to fields: inout JSONFields) {}
-
-    /// Writes an empty object.
-    public func encode(to encoder: any Encoder) throws {
-        _ = encoder.container(keyedBy: NoKeys.self)
-    }
-
-    private enum NoKeys: CodingKey {}
-}
-
 /// What an action produced: the reply's `result` and the durable events
 /// (none for read-only actions), in the order they happened.
 public struct ActionOutcome: Sendable, Equatable {

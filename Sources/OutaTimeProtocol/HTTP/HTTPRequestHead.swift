@@ -70,7 +70,6 @@ public enum HTTPStatus: Int, Sendable, Equatable {
     case methodNotAllowed = 405
     case requestTimeout = 408
     case requestHeaderFieldsTooLarge = 431
-    case internalServerError = 500
     case serviceUnavailable = 503
     case httpVersionNotSupported = 505
 
@@ -83,7 +82,6 @@ public enum HTTPStatus: Int, Sendable, Equatable {
         case .methodNotAllowed: "Method Not Allowed"
         case .requestTimeout: "Request Timeout"
         case .requestHeaderFieldsTooLarge: "Request Header Fields Too Large"
-        case .internalServerError: "Internal Server Error"
         case .serviceUnavailable: "Service Unavailable"
         case .httpVersionNotSupported: "HTTP Version Not Supported"
         }
