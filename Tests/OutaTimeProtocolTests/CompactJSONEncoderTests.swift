@@ -210,6 +210,36 @@ struct ReusableMessageEncoderTests {
         }
     }
 
+    /// A result that writes its own fields, like a command's typed result.
+    private struct Reading: Encodable, Sendable, JSONWritable {
+        let status: String
+        let laps: [Int]
+        let note: String?
+
+        func writeFields(to fields: inout JSONFields) throws {
+            fields.write("status", status)
+            try fields.write("laps", laps)
+            fields.write("note", note)
+        }
+    }
+
+    @Test("replyFrame writes exactly the frame of ReplyOK, for integer and string ids and escaped text")
+    func replyFrameMatchesReplyOK() throws {
+        let reusable = ReusableMessageEncoder()
+        let results = [
+            Reading(status: "running", laps: [1, 2, 3], note: nil),
+            Reading(status: "a \"quoted\" \\ path\n", laps: [], note: "x/y"),
+        ]
+        for id in [RequestID.int(0), .int(Int64(1) << 53), .string("req-\"1\"")] {
+            for result in results {
+                let direct = try reusable.replyFrame(id: id, result: result)
+                #expect(bytes(direct) == bytes(try MessageEncoder().frame(ReplyOK(id: id, result: result))))
+                // The reusable encoder's own generic path agrees too.
+                #expect(bytes(direct) == bytes(try reusable.frame(ReplyOK(id: id, result: result))))
+            }
+        }
+    }
+
     @Test("a message that fails to encode leaves the encoder usable")
     func failureThenSuccess() throws {
         let reusable = ReusableMessageEncoder()

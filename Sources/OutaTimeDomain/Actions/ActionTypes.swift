@@ -79,12 +79,18 @@ public struct ActionOutcome: Sendable, Equatable {
     /// a typed value (a state, a timer), which encodes several times faster
     /// than the same JSON built as a `JSONValue`.
     public let reply: any Encodable & Sendable
+    /// The same value when it writes its own fields (a state, a timer, a
+    /// dispatch): the server then writes the reply around it directly,
+    /// without the dynamic cast and the generic path an `any Encodable`
+    /// costs (docs/BENCHMARKS.md, "Replies written directly").
+    public let writableReply: (any JSONWritable & Sendable)?
     /// Durable events to commit before replying.
     public var events: [DomainEvent]
 
     /// Creates an outcome whose result is given as JSON.
     public init(result: JSONValue = .object([:]), events: [DomainEvent] = []) {
         self.reply = result
+        self.writableReply = nil
         self.events = events
     }
 
@@ -92,6 +98,15 @@ public struct ActionOutcome: Sendable, Equatable {
     /// the reply is sent.
     public init(reply: some Encodable & Sendable, events: [DomainEvent] = []) {
         self.reply = reply
+        self.writableReply = nil
+        self.events = events
+    }
+
+    /// Creates an outcome whose result is a typed value that writes its own
+    /// fields, written straight into the reply when it is sent.
+    public init(reply: some JSONWritable & Sendable, events: [DomainEvent] = []) {
+        self.reply = reply
+        self.writableReply = reply
         self.events = events
     }
 

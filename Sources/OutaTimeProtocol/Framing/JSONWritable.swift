@@ -45,6 +45,15 @@ public struct JSONFields {
         writer.writeBool(value)
     }
 
+    /// `"key":123` or `"key":"text"`: a request's id as the client gave it.
+    public mutating func write(_ key: StaticString, _ value: RequestID) {
+        writer.beginMember(static: key, depth: depth)
+        switch value {
+        case .int(let number): writer.writeInteger(number)
+        case .string(let text): writer.writeString(text)
+        }
+    }
+
     /// `"key":"value"` or `"key":null`.
     public mutating func write(_ key: StaticString, _ value: String?) {
         writer.beginMember(static: key, depth: depth)

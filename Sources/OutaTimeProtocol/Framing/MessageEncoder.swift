@@ -61,4 +61,20 @@ public final class ReusableMessageEncoder {
         try writer.encodeTopLevel(message)
         return writer.withBytes { Frame(body: $0) }
     }
+
+    /// Encodes the success reply `{"type":"reply","id":…,"ok":true,"result":{…}}`
+    /// for a result that writes its own fields, as ``frame(_:)`` encodes
+    /// ``ReplyOK`` but without its generic path: the result's type is known
+    /// from its witness table, with no dynamic cast.
+    ///
+    /// - Throws: `EncodingError` if the result cannot be represented in JSON.
+    public func replyFrame(id: RequestID, result: some JSONWritable) throws -> Frame {
+        let writer = inUse ? JSONByteWriter() : self.writer
+        let reused = !inUse
+        inUse = true
+        defer { if reused { inUse = false } }
+        writer.reset()
+        try writer.writeReply(id: id, result: result)
+        return writer.withBytes { Frame(body: $0) }
+    }
 }

@@ -34,7 +34,7 @@ extension ReplyOK: JSONWritable {
     /// The fields of `encode(to:)`, written directly.
     public func writeFields(to fields: inout JSONFields) throws {
         fields.write("type", "reply")
-        try fields.write("id", id)
+        fields.write("id", id)
         fields.write("ok", true)
         try fields.write("result", result)
     }

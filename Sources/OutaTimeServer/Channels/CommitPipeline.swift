@@ -146,4 +146,23 @@ struct PendingReply {
     let slot: ReplySlot
     /// The `result` to send once committed.
     let result: any Encodable & Sendable
+    /// `result` when it writes its own fields (see ``ActionOutcome/writableReply``).
+    let writable: (any JSONWritable & Sendable)?
+
+    init(session: Session, id: RequestID?, slot: ReplySlot, outcome: ActionOutcome) {
+        self.session = session
+        self.id = id
+        self.slot = slot
+        self.result = outcome.reply
+        self.writable = outcome.writableReply
+    }
+
+    /// Answers the command: its reply, in its place in the session's order.
+    func send() {
+        if let writable {
+            session.fill(slot, id: id, writing: writable)
+        } else {
+            session.fill(slot, id: id, result)
+        }
+    }
 }

@@ -77,7 +77,7 @@ extension Server {
                                            data: event.json, at: batch.times[offset]), to: channel.key)
                 }
             }
-            for reply in batch.replies { reply.session.fill(reply.slot, id: reply.id, reply.result) }
+            for reply in batch.replies { reply.send() }
         }
         // A tick series starts only once memory equals storage: with later
         // batches in flight the state may hold an event not yet committed

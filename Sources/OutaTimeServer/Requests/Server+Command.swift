@@ -33,7 +33,7 @@ extension Server {
             session.reply(request.id, outcome.reply)
             return .replied
         }
-        let reply = PendingReply(session: session, id: request.id, slot: session.requests.reserve(), result: outcome.reply)
+        let reply = PendingReply(session: session, id: request.id, slot: session.requests.reserve(), outcome: outcome)
         commit(outcome.events, on: channel, at: context.now, reply: reply)
         return .pending
     }

@@ -244,6 +244,19 @@ final class Session {
         fill(slot, id.flatMap { encoded(ReplyOK(id: $0, result: result)) })
     }
 
+    /// Fills a reserved reply with a `result` that writes its own fields,
+    /// written into the frame directly (a command's usual result).
+    func fill(_ slot: ReplySlot, id: RequestID?, writing result: any JSONWritable & Sendable) {
+        fill(slot, id.flatMap { id in
+            do {
+                return try server.encoder.replyFrame(id: id, result: result)
+            } catch {
+                server.logger.error("encoding failed", metadata: ["conn.id": "\(self.id)", "error": "\(error)"])
+                return nil
+            }
+        })
+    }
+
     /// Fails a request whose reply was reserved: an error reply if it had
     /// an id, else an `error` push.
     func fill(_ slot: ReplySlot, id: RequestID?, failure: ProtocolError) {
