@@ -73,6 +73,16 @@ public struct JSONFields {
         try writer.encodeValue(value, depth: depth + 1)
     }
 
+    /// `"key":{…}` for a nested ``JSONWritable`` object: its fields written
+    /// directly, without the dynamic cast the `Encodable` overload needs
+    /// to find them.
+    public mutating func write<T: JSONWritable>(_ key: StaticString, _ value: T) throws {
+        writer.beginMember(static: key, depth: depth)
+        writer.openContainer(isObject: true, depth: depth + 1)
+        var fields = JSONFields(writer: writer, depth: depth + 1)
+        try value.writeFields(to: &fields)
+    }
+
     /// `"key":value` when `value` is not nil; nothing otherwise (like
     /// `encodeIfPresent`).
     public mutating func writeIfPresent<T: Encodable>(_ key: StaticString, _ value: T?) throws {
