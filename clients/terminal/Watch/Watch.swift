@@ -286,22 +286,6 @@ final class WatchSession {
         handles = []
     }
 
-    /// Writes all of `text` to stdout (retrying on a non-blocking descriptor).
-    func writeAll(_ text: String) {
-        var bytes = Array(text.utf8)
-        var offset = 0
-        var spins = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeMutableBytes { write(1, $0.baseAddress! + offset, $0.count - offset) }
-            if written > 0 {
-                offset += written
-            } else if written < 0 && (errno == EAGAIN || errno == EINTR) && spins < 10_000 {
-                spins += 1
-                var pfd = pollfd(fd: 1, events: Int16(POLLOUT), revents: 0)
-                _ = poll(&pfd, 1, 10)
-            } else {
-                return
-            }
-        }
-    }
+    /// Writes all of `text` to stdout.
+    func writeAll(_ text: String) { StandardOutput.writeAll(text) }
 }
