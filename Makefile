@@ -64,11 +64,12 @@ build: deps ## Build everything (debug)
 run: build ## Start the server on 127.0.0.1:1985, database ./data/outatime.sqlite
 	$(SERVER_BIN) --host $(HOST) --port $(PORT) --db $(DB) $(ARGS)
 
-# PyPI packages the tests use: a real Prometheus text parser for /metrics.
-PYTHON_TEST_PACKAGES := prometheus-client==0.21.1
+# PyPI packages the tests use: a real Prometheus text parser for /metrics,
+# and wcwidth, the reference for the terminal client's column widths.
+PYTHON_TEST_PACKAGES := prometheus-client==0.21.1 wcwidth==0.7.0
 
-test-deps: ## Install the Python packages the tests need (prometheus-client) if missing
-	@python3 -c 'import prometheus_client' 2>/dev/null || python3 -m pip install --quiet $(PYTHON_TEST_PACKAGES)
+test-deps: ## Install the Python packages the tests need (prometheus-client, wcwidth) if missing
+	@python3 -c 'import prometheus_client, wcwidth' 2>/dev/null || python3 -m pip install --quiet $(PYTHON_TEST_PACKAGES)
 
 test: deps test-deps ## Build and run every test
 	$(SWIFT) build --build-tests

@@ -83,6 +83,9 @@ final class Server {
     var storeFailure: String?
     /// `/metrics` (built on the first scrape's server, kept after).
     lazy var metrics = ServerMetrics(version: Self.version)
+    /// Whether ticks feed ``metrics``' lateness histogram: with `--http`,
+    /// or since the first `stats` with `format` `prometheus`.
+    lazy var recordsMetrics = config.http != nil
     let inbox: AsyncInbox<ServerMessage>
     private var flusher: Prepare!
     /// Fires a deferred (coalesced) flush.

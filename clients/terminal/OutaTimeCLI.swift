@@ -23,12 +23,14 @@ struct OutaTimeCLI: ParsableCommand {
               outatime delorean set-destination main 1955-11-12T22:04:00Z
               outatime timers add hill-valley --event "Clock tower" --in 10m
               outatime laps lap morning-run
+              outatime watch delorean/main timers/hill-valley
+              outatime top
             """,
         version: OutaTimeVersion.versionLine,
         subcommands: [
             List.self, Get.self, History.self, Stats.self, Publish.self,
             Catalog.self, Quote.self, Dispatch.self, Cancel.self,
-            Timers.self, DeLorean.self, Laps.self, Watch.self,
+            Timers.self, DeLorean.self, Laps.self, Watch.self, Top.self,
         ]
     )
 }

@@ -65,7 +65,7 @@ extension Server {
         if let push = outcome.push {
             let now = Loop.hrtime / 1_000_000
             counters.countTick(due: due, now: now)
-            if config.http != nil { metrics.tickLateness.record(Double(now > due ? now - due : 0) / 1000) }
+            if recordsMetrics { metrics.tickLateness.record(Double(now > due ? now - due : 0) / 1000) }
             broadcastTick(push, to: channel.key)
         }
         commitSystemEvents(outcome.events, on: channel)

@@ -44,6 +44,7 @@ final class ServerMetrics {
         counter("outatime_messages_published_total", stats.messagesPublished, help: "Messages published")
         counter("outatime_deliveries_total", stats.deliveries, help: "Pushes delivered to subscribers")
         counter("outatime_events_committed_total", stats.eventsCommitted, help: "Durable events committed")
+        counter("outatime_commands_total", stats.commands, help: "Commands run against a channel's state")
         counter("outatime_store_batches_total", stats.storeBatches, help: "Group commits")
         gauge("outatime_store_backlog", stats.storeBacklog, help: "Writes waiting for the store writer")
         counter("outatime_ticks_total", stats.ticks, help: "Tick pushes built")

@@ -57,9 +57,7 @@ extension Server {
             case .ping:
                 session.reply(request.id, PingResult(time: ISOTime.format(clock.now)))
                 return .replied
-            case .stats:
-                session.reply(request.id, statsResult())
-                return .replied
+            case .stats: return try stats(request, on: session)
             case .subscribe: return try subscribe(request, on: session)
             case .unsubscribe: return try unsubscribe(request, on: session)
             case .get: return try get(request, on: session)
@@ -91,15 +89,18 @@ extension Server {
             messagesPublished: counters.messagesPublished,
             deliveries: counters.deliveries,
             eventsCommitted: counters.eventsCommitted,
+            commands: counters.commands,
             storeBatches: writerStats.batchesCommitted,
             storeLargestBatch: writerStats.largestBatch,
             storeBacklog: writer.backlog,
+            storeCommitUs: Int(writerStats.commitNanoseconds / 1000),
             storeTextBytes: store.textBytesWritten,
             slowConsumerCloses: counters.slowConsumerCloses,
             ticks: counters.ticks,
             ticksLate: counters.ticksLate,
             ticksConflated: counters.ticksConflated,
             tickLatenessMaxMs: counters.tickLatenessMaxMs,
+            tickLatenessTotalMs: counters.tickLatenessTotalMs,
             closes: counters.closesByReason,
             connectionsRefused: counters.connectionsRefused,
             acceptErrors: counters.acceptErrors,

@@ -25,6 +25,7 @@ extension Server {
         }
         let channel = try openChannel(name)
         guard channel.pipeline.isDurable else { return .retry(channel) }
+        counters.commands += 1
 
         let context = ActionContext(now: clock.now, session: session.id, actor: session.watcher.name)
         let outcome = try channel.state.perform(action, args, context)

@@ -10,6 +10,9 @@ struct ServerCounters {
     var messagesPublished = 0
     var deliveries = 0
     var eventsCommitted = 0
+    /// `command` requests run against a channel's state (accepted or
+    /// refused by its rules).
+    var commands = 0
     var slowConsumerCloses = 0
     var closesByReason: [String: Int] = [:]
     /// Connections refused with `bye` `server_busy` (or, on the TLS
@@ -47,6 +50,9 @@ struct ServerCounters {
     var ticksLate = 0
     /// The most a tick was built after it was due, in ms.
     var tickLatenessMaxMs: UInt64 = 0
+    /// The sum of every tick's lateness, in ms (a mean over any interval
+    /// from two readings).
+    var tickLatenessTotalMs: UInt64 = 0
 
     /// Counts a tick built at loop time `now` that was due at `due`.
     mutating func countTick(due: UInt64, now: UInt64) {
@@ -54,6 +60,7 @@ struct ServerCounters {
         ticks += 1
         if late > 50 { ticksLate += 1 }
         tickLatenessMaxMs = max(tickLatenessMaxMs, late)
+        tickLatenessTotalMs &+= late
     }
 }
 
@@ -73,15 +80,19 @@ struct StatsResult: Encodable {
     var messagesPublished: Int
     var deliveries: Int
     var eventsCommitted: Int
+    var commands: Int
     var storeBatches: Int
     var storeLargestBatch: Int
     var storeBacklog: Int
+    /// Microseconds the store writer spent committing groups (fsync included).
+    var storeCommitUs: Int
     var storeTextBytes: Int
     var slowConsumerCloses: Int
     var ticks: Int
     var ticksLate: Int
     var ticksConflated: Int
     var tickLatenessMaxMs: UInt64
+    var tickLatenessTotalMs: UInt64
     var closes: [String: Int]
     var connectionsRefused: [String: Int]
     var acceptErrors: [String: Int]
@@ -114,15 +125,18 @@ struct StatsResult: Encodable {
         case messagesPublished = "messages_published"
         case deliveries
         case eventsCommitted = "events_committed"
+        case commands
         case storeBatches = "store_batches"
         case storeLargestBatch = "store_largest_batch"
         case storeBacklog = "store_backlog"
+        case storeCommitUs = "store_commit_us"
         case storeTextBytes = "store_text_bytes"
         case slowConsumerCloses = "slow_consumer_closes"
         case ticks
         case ticksLate = "ticks_late"
         case ticksConflated = "ticks_conflated"
         case tickLatenessMaxMs = "tick_lateness_max_ms"
+        case tickLatenessTotalMs = "tick_lateness_total_ms"
         case closes
         case connectionsRefused = "connections_refused"
         case acceptErrors = "accept_errors"

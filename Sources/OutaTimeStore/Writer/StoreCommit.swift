@@ -73,6 +73,9 @@ public struct WriterStats: Sendable, Equatable {
     public var folds = 0
     /// Folds that failed (made again at the next one due).
     public var foldsFailed = 0
+    /// Time spent committing groups (their transactions, fsync included,
+    /// and any one-by-one retries), in nanoseconds.
+    public var commitNanoseconds: UInt64 = 0
 
     /// All counters zero.
     public init() {}

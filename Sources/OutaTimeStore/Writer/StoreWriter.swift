@@ -102,7 +102,9 @@ private struct WriterLoop: Sendable {
 
     func run() {
         while let batch = inbox.next() {
+            let started = DispatchTime.now().uptimeNanoseconds
             let (commits, foldDue) = commit(batch)
+            inbox.recordCommitTime(nanoseconds: DispatchTime.now().uptimeNanoseconds &- started)
             onCommit(commits)
             // After reporting: the commands of this group are answered
             // without waiting for the fold. A failed fold is made again at

@@ -68,6 +68,11 @@ final class WriterInbox: @unchecked Sendable {
         }
     }
 
+    /// Adds the time one group took to commit.
+    func recordCommitTime(nanoseconds: UInt64) {
+        condition.withLock { counters.commitNanoseconds &+= nanoseconds }
+    }
+
     /// Counts a fold made after a group (see ``StoreWriter``).
     func recordFold(failed: Bool) {
         condition.withLock {

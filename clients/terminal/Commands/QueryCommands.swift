@@ -76,12 +76,25 @@ struct History: ParsableCommand {
 }
 
 struct Stats: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Show the server's counters.")
+    static let configuration = CommandConfiguration(
+        abstract: "Show the server's counters.",
+        discussion: """
+            For live rates (deliveries/s, commands/s, commit time) use `outatime top`. \
+            With --prometheus the server renders its counters in the Prometheus text format: \
+            the same text its --http listener serves at /metrics (no --http needed), e.g. for \
+            node_exporter's textfile collector: outatime stats --prometheus > outatime.prom
+            """)
+
+    @Flag(help: "Print the Prometheus text format, as the server's /metrics serves it (rendered by the server).")
+    var prometheus = false
 
     @OptionGroup var options: ConnectionOptions
 
     func run() throws {
-        try options.run({ client throws(ClientError) in try client.request("stats") }) { Output.text($0) }
+        let fields: [String: JSONValue] = prometheus ? ["format": .string("prometheus")] : [:]
+        try options.run({ client throws(ClientError) in try client.request("stats", fields: fields) }) { result in
+            prometheus ? (result["text"]?.text ?? "") : Output.text(result)
+        }
     }
 }
 

@@ -12,9 +12,10 @@ struct Watch: ParsableCommand {
         abstract: "Watch channels live: a full-screen board, or one line per change when piped.",
         discussion: """
             On a terminal: Tab moves between panels; DeLorean t travel; laps s start/stop, \
-            l lap, r reset; timers ↑/↓ select, Enter or space start/stop viewing; q or Ctrl-C quits. \
-            When stdout is not a terminal, every event, tick, presence and connection change \
-            is printed as one line.
+            l lap, r reset; timers ↑/↓ select, Enter or space start/stop viewing; ? shows every key; \
+            q or Ctrl-C quits. Only the lines that changed are redrawn. Set NO_COLOR (any value) \
+            for no colours. When stdout is not a terminal, every event, tick, presence and \
+            connection change is printed as one line.
             """)
 
     @Argument(help: "Channels to watch, e.g. delorean/main laps/run timers/hill-valley.")
@@ -55,6 +56,7 @@ final class WatchSession {
     private var redrawPending = false
     private var lastDraw: UInt64 = 0
     private var size = (columns: 80, rows: 24)
+    private var painter = ScreenPainter(colour: ScreenPainter.colourWanted(environment: ProcessInfo.processInfo.environment))
     private var terminalActive = false
     private var everConnected = false
     /// Timers this watcher views (`channel#id`): viewing is per connection, so
@@ -148,7 +150,7 @@ final class WatchSession {
         let winch = Signal(loop: loop)
         try winch.start(SIGWINCH) { [unowned self] _ in
             if let size = try? self.output?.windowSize() { self.size = size }
-            writeAll("\u{1B}[2J")
+            painter.invalidate()
             changed()
         }
         handles.append(winch)
@@ -163,7 +165,7 @@ final class WatchSession {
         terminalActive = false
         try? input?.setRaw(false)
         TTY.resetMode()
-        writeAll("\u{1B}[0m\u{1B}[?25h\u{1B}[?1049l")
+        writeAll((painter.colour ? ANSI.reset : "") + "\u{1B}[?25h\u{1B}[?1049l")
     }
 
     /// Something changed: redraw soon, at most ~20 times a second.
@@ -181,11 +183,7 @@ final class WatchSession {
         guard terminalActive else { return }
         let lines = WatchRender.lines(board: board, mirrors: connection.allMirrors,
                                       width: max(20, size.columns), height: max(6, size.rows))
-        var frame = "\u{1B}[H"
-        for (index, text) in lines.enumerated() {
-            frame += text + "\u{1B}[K" + (index == lines.count - 1 ? "" : "\r\n")
-        }
-        writeAll(frame)
+        writeAll(painter.frame(lines))
     }
 
     // MARK: keys
@@ -202,8 +200,16 @@ final class WatchSession {
                 if code == UInt8(ascii: "B") { moveSelection(1) }
                 continue
             }
+            if board.showHelp {
+                // Any key closes the help; q still quits.
+                board.showHelp = false
+                if byte == 0x03 || byte == UInt8(ascii: "q") || byte == UInt8(ascii: "Q") { quit(); return }
+                changed()
+                continue
+            }
             switch byte {
             case 0x03, UInt8(ascii: "q"), UInt8(ascii: "Q"): quit(); return
+            case UInt8(ascii: "?"): board.showHelp = true
             case 0x09: board.focus = (board.focus + 1) % max(1, board.channels.count)
             case UInt8(ascii: "k"): moveSelection(-1)
             case UInt8(ascii: "j"): moveSelection(1)
@@ -280,22 +286,6 @@ final class WatchSession {
         handles = []
     }
 
-    /// Writes all of `text` to stdout (retrying on a non-blocking descriptor).
-    func writeAll(_ text: String) {
-        var bytes = Array(text.utf8)
-        var offset = 0
-        var spins = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeMutableBytes { write(1, $0.baseAddress! + offset, $0.count - offset) }
-            if written > 0 {
-                offset += written
-            } else if written < 0 && (errno == EAGAIN || errno == EINTR) && spins < 10_000 {
-                spins += 1
-                var pfd = pollfd(fd: 1, events: Int16(POLLOUT), revents: 0)
-                _ = poll(&pfd, 1, 10)
-            } else {
-                return
-            }
-        }
-    }
+    /// Writes all of `text` to stdout.
+    func writeAll(_ text: String) { StandardOutput.writeAll(text) }
 }

@@ -13,6 +13,8 @@ struct WatchBoard {
     var focus = 0
     var timerSelection: [String: Int] = [:]
     var status = ""
+    /// The `?` overlay is shown.
+    var showHelp = false
 
     var focusedChannel: String? { channels.isEmpty ? nil : channels[focus % channels.count] }
 
@@ -20,7 +22,7 @@ struct WatchBoard {
 
     /// The keys the focused panel takes.
     var help: String {
-        let common = "Tab next panel · q quit"
+        let common = "Tab next panel · ? help · q quit"
         switch focusedChannel.map(Self.kind) {
         case "delorean": return "t travel · " + common
         case "laps": return "s start/stop · l lap · r reset · " + common
@@ -28,57 +30,18 @@ struct WatchBoard {
         default: return common
         }
     }
-}
 
-/// ANSI styling.
-enum ANSI {
-    static let reset = "\u{1B}[0m"
-    static let bold = "\u{1B}[1m"
-    static let dim = "\u{1B}[2m"
-    static let inverse = "\u{1B}[7m"
-    static let red = "\u{1B}[38;5;196m"
-    static let redOrange = "\u{1B}[38;5;202m"
-    static let lime = "\u{1B}[38;5;154m"
-    static let orange = "\u{1B}[38;5;208m"
-    static let cyan = "\u{1B}[36m"
-    static let yellow = "\u{1B}[33m"
-
-    /// Visible width of `text` (escape sequences not counted).
-    static func width(_ text: String) -> Int {
-        var count = 0
-        var inEscape = false
-        for scalar in text.unicodeScalars {
-            if inEscape {
-                if (0x40...0x7E).contains(scalar.value) && scalar != "[" { inEscape = false }
-            } else if scalar == "\u{1B}" {
-                inEscape = true
-            } else {
-                count += 1
-            }
-        }
-        return count
-    }
-
-    /// Cuts `text` to `limit` visible columns, keeping escape sequences.
-    static func clip(_ text: String, _ limit: Int) -> String {
-        var result = ""
-        var count = 0
-        var inEscape = false
-        for scalar in text.unicodeScalars {
-            if inEscape {
-                result.unicodeScalars.append(scalar)
-                if (0x40...0x7E).contains(scalar.value) && scalar != "[" { inEscape = false }
-            } else if scalar == "\u{1B}" {
-                inEscape = true
-                result.unicodeScalars.append(scalar)
-            } else {
-                if count >= limit { continue }
-                count += 1
-                result.unicodeScalars.append(scalar)
-            }
-        }
-        return result + reset
-    }
+    /// The `?` overlay: every key, by panel kind.
+    static let helpLines = [
+        "Tab          focus the next panel (marked ▸)",
+        "delorean     t  travel to the destination time",
+        "laps         s  start/stop · l  lap · r  reset",
+        "timers       ↑/↓ or k/j  select · Enter/space  start/stop viewing",
+        "?            show or hide this help (any key hides it)",
+        "q, Ctrl-C    quit",
+        "",
+        "Colours: off when NO_COLOR is set (no-color.org).",
+    ]
 }
 
 /// Formatting of times and durations.
@@ -103,9 +66,9 @@ enum WatchFormat {
 
     static func int(_ value: JSONValue?) -> Int { Int(value?.number ?? 0) }
 
+    /// A table cell: server text made safe, fitted to `width` columns.
     static func pad(_ text: String, _ width: Int, right: Bool = false) -> String {
-        let gap = max(0, width - text.count)
-        return right ? String(repeating: " ", count: gap) + text : text + String(repeating: " ", count: gap)
+        DisplayWidth.fit(DisplayWidth.sanitized(text), width, right: right)
     }
 
     /// `2026-11-22T08:00:00Z` → `11-22 08:00`.
@@ -122,13 +85,14 @@ enum WatchRender {
                       now: Date = Date()) -> [String] {
         var out: [String] = []
         let others = Set(mirrors.values.flatMap(\.watchers).filter { $0.session != board.selfSession }.map(\.name))
-        let watching = others.isEmpty ? "no one else watching" : "also watching: " + others.sorted().joined(separator: ", ")
+        let watching = others.isEmpty ? "no one else watching"
+            : "also watching: " + others.sorted().map(DisplayWidth.sanitized).joined(separator: ", ")
         out.append(ANSI.inverse + ANSI.bold + " OutaTime " + ANSI.reset + " \(board.server) · \(board.connection) · \(watching)")
         out.append("")
         for (index, channel) in board.channels.enumerated() {
             let focused = index == board.focus % max(1, board.channels.count)
             let mirror = mirrors[channel]
-            let title = (focused ? ANSI.inverse : ANSI.bold) + " \(channel) " + ANSI.reset
+            let title = (focused ? ANSI.inverse + "▸" : ANSI.bold + " ") + " \(channel) " + ANSI.reset
                 + ANSI.dim + "  seq \(mirror?.seq ?? 0) · \(mirror?.watcherCount ?? 0) watching" + ANSI.reset
             out.append(title)
             guard let mirror, let state = mirror.snapshot(at: now) else {
@@ -142,7 +106,7 @@ enum WatchRender {
             case "timers": out += timers(state, tick: mirror.lastTick, selected: board.timerSelection[channel] ?? 0,
                                          focused: focused)
             case "laps": out += laps(state, height: max(3, height - 20))
-            default: out.append("  " + Output.inline(state))
+            default: out.append("  " + DisplayWidth.sanitized(Output.inline(state)))
             }
             out.append("")
         }
@@ -150,8 +114,11 @@ enum WatchRender {
         let body = out.prefix(max(0, height - 2)).map { ANSI.clip($0, width) }
         var screen = Array(body)
         while screen.count < height - 2 { screen.append("") }
-        screen.append(ANSI.clip(board.status.isEmpty ? "" : ANSI.yellow + board.status, width))
+        screen.append(ANSI.clip(board.status.isEmpty ? "" : ANSI.yellow + DisplayWidth.sanitized(board.status), width))
         screen.append(ANSI.clip(ANSI.dim + board.help, width))
+        if board.showHelp {
+            return Overlay.box(title: "outatime watch: keys", body: WatchBoard.helpLines, over: screen, width: width)
+        }
         return screen
     }
 

@@ -1,0 +1,41 @@
+import OutaTimeProtocol
+
+/// The `stats` result in the Prometheus text format (`format` `prometheus`):
+/// the server-rendered text, the same as `GET /metrics`.
+struct PrometheusStatsResult: Encodable {
+    let format = "prometheus"
+    let text: String
+}
+
+extension Server {
+    /// The formats `stats` answers in.
+    static let statsFormats = ["json", "prometheus"]
+
+    /// `stats`: the counters as JSON (``StatsResult``), or with `format`
+    /// `prometheus` the text `/metrics` serves, so that a client shows the
+    /// Prometheus view without an HTTP listener and without a renderer of
+    /// its own. Both cost the same loop work as one scrape.
+    func stats(_ request: Request, on session: Session) throws(ProtocolError) -> Handled {
+        switch try request.optionalString("format", maxLength: 16) ?? "json" {
+        case "json":
+            session.reply(request.id, statsResult())
+        case "prometheus":
+            recordsMetrics = true
+            session.reply(request.id, PrometheusStatsResult(text: metricsText()))
+        case let other:
+            throw ProtocolError(.invalidRequest,
+                "field 'format' must be one of \(Self.statsFormats.joined(separator: ", ")), got '\(other)'")
+        }
+        return .replied
+    }
+
+    /// One rendering of the metrics (`GET /metrics`, `stats` `prometheus`).
+    func metricsText() -> String {
+        var byKind: [String: Int] = [:]
+        for kind in ChannelKind.allCases { byKind[kind.rawValue] = 0 }
+        for channel in channels.values where channel.pipeline.isDurable {
+            byKind[channel.name.kind.rawValue, default: 0] += 1
+        }
+        return metrics.render(statsResult(), channelsByKind: byKind)
+    }
+}

@@ -1,0 +1,262 @@
+import ArgumentParser
+import Foundation
+import OutaTimeClient
+import OutaTimeProtocol
+import UV
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct Top: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "A live view of a server's counters and rates; one line per interval when piped.",
+        discussion: """
+            Reads the server's stats every --interval and shows its connections, deliveries/s, \
+            commands/s, events committed/s, the mean commit time, tick lateness, the storage \
+            backlog and the busiest channels (events/s, from list: the first 1000 channels by \
+            name, read less often above 1000 channels). Rates are the growth of a counter between \
+            two readings. On a terminal: ? shows what each figure means, q or Ctrl-C quits; \
+            a lost connection is retried. When stdout is not a terminal it prints a header, \
+            then one line per interval (the first after two readings), like redis-cli --stat; \
+            --count ends it. Set NO_COLOR (any value) for no colours. Needs role watch.
+
+            Examples:
+              outatime top
+              outatime top --interval 5 --host boards.example --tls --token "$TOKEN"
+              outatime top --count 10 > rates.txt
+            """)
+
+    @Option(help: ArgumentHelp("Seconds between two readings (0.1–3600).", valueName: "seconds"))
+    var interval: Double = 1
+
+    @Option(help: ArgumentHelp("Stop after this many lines of rates (one per interval).", valueName: "n"))
+    var count: Int?
+
+    @Option(help: ArgumentHelp("How many busiest channels to show (0–50; 0 never sends list).", valueName: "n"))
+    var channels = 5
+
+    @OptionGroup var options: ConnectionOptions
+
+    func validate() throws {
+        guard (0.1...3600).contains(interval) else {
+            throw ValidationError("--interval \(interval) is out of range: give seconds from 0.1 to 3600")
+        }
+        if let count, count < 1 { throw ValidationError("--count \(count) must be at least 1") }
+        guard (0...50).contains(channels) else { throw ValidationError("--channels \(channels) must be from 0 to 50") }
+    }
+
+    func run() throws {
+        Signal.ignore(SIGPIPE)
+        Signal.unblock([SIGINT, SIGTERM, SIGWINCH])
+        let loop = try Loop()
+        var clientOptions = options.clientOptions
+        clientOptions.reconnect = true
+        var board = TopBoard(server: "\(options.host):\(options.port)", intervalS: interval)
+        board.channelRows = channels
+        let session = TopSession(loop: loop, options: clientOptions, board: board, count: count,
+                                 interactive: TTY.isTerminal(1) && TTY.isTerminal(0))
+        try session.start()
+        _ = loop.run()
+        session.restoreTerminal()
+        try? loop.close()
+        if let failure = session.failure {
+            Output.fail(failure.message)
+            throw ExitCode(failure.code)
+        }
+    }
+}
+
+/// One `top` run on the main thread's loop: a timer polls `stats` (and
+/// `list`), replies become samples, samples become a screen or a line.
+final class TopSession {
+    let loop: Loop
+    let options: ClientOptions
+    let connection: OutaTimeConnection
+    let interactive: Bool
+    let count: Int?
+    var board: TopBoard
+    /// Why the run ended badly: the message and exit status.
+    private(set) var failure: (message: String, code: Int32)?
+    private var handles: [Handle] = []
+    private var output: TTY?
+    private var input: TTY?
+    private var size = (columns: 80, rows: 24)
+    private var painter = ScreenPainter(colour: ScreenPainter.colourWanted(environment: ProcessInfo.processInfo.environment))
+    private var terminalActive = false
+    private var everConnected = false
+    private var finished = false
+    private var polling = false
+    private var polls = 0
+    private var previous: TopSample?
+    private var latest: TopSample?
+    private var rates: TopRates?
+    private var activity = ChannelActivity()
+    private var linesPrinted = 0
+
+    init(loop: Loop, options: ClientOptions, board: TopBoard, count: Int?, interactive: Bool) {
+        self.loop = loop
+        self.options = options
+        self.board = board
+        self.count = count
+        self.interactive = interactive
+        connection = OutaTimeConnection(loop: loop, options: options)
+    }
+
+    func start() throws {
+        for signum in [SIGINT, SIGTERM] {
+            let signal = Signal(loop: loop)
+            try signal.start(signum) { [unowned self] _ in quit() }
+            handles.append(signal)
+        }
+        if interactive { try startTerminal() }
+        connection.onStateChange = { [unowned self] state in connectionChanged(state) }
+        connection.onServerError = { [unowned self] error in board.status = "server: \(error.code): \(error.message)"; draw() }
+        connection.connect()
+        let timer = UV.Timer(loop: loop)
+        let every = UInt64(board.intervalS * 1000)
+        timer.start(timeoutMs: 0, repeatMs: every) { [unowned self] in poll() }
+        handles.append(timer)
+        draw()
+    }
+
+    private func connectionChanged(_ state: ConnectionState) {
+        switch state {
+        case .ready:
+            board.connection = everConnected ? "reconnected" : "connected"
+            if !everConnected && !interactive { StandardOutput.writeAll(TopLines.header + "\n") }
+            everConnected = true
+        case .reconnecting(let attempt, _):
+            guard everConnected else {
+                // Never reached: a script must not wait forever.
+                return fail("cannot reach the OutaTime server at \(options.host):\(options.port)", code: 3)
+            }
+            board.connection = "reconnecting… attempt \(attempt)"
+            previous = nil
+            rates = nil
+            if !interactive {
+                FileHandle.standardError.write(Data("outatime: connection lost, reconnecting (attempt \(attempt))\n".utf8))
+            }
+        case .connecting: board.connection = everConnected ? "reconnecting…" : "connecting…"
+        case .closed(let reason):
+            board.connection = "closed" + (reason.map { ": \($0)" } ?? "")
+            if !finished { return fail("the server closed the connection" + (reason.map { ": \($0)" } ?? ""), code: 1) }
+        case .idle: break
+        }
+        draw()
+    }
+
+    // MARK: polling
+
+    /// One reading: `stats`, then (when due) one `list` page. A reading
+    /// still in flight makes the next tick skip, so polls never pile up.
+    private func poll() {
+        guard !finished, !polling, connection.isReady else { return }
+        polling = true
+        polls += 1
+        let timeout = UInt64(max(5, board.intervalS * 2) * 1000)
+        connection.request("stats", timeoutMs: timeout) { [unowned self] result in
+            switch result {
+            case .success(let stats):
+                loop.updateTime()
+                took(TopSample(atMs: loop.now, stats: stats))
+            case .failure(.server(let error)):
+                polling = false
+                return fail("\(error.code): \(error.message)", code: 1)
+            case .failure(let error):
+                polling = false
+                board.status = "stats: \(error)"
+                draw()
+            }
+        }
+    }
+
+    private func took(_ sample: TopSample) {
+        if let previous { rates = TopRates(from: previous, to: sample) }
+        previous = sample
+        latest = sample
+        if !interactive, let rates {
+            StandardOutput.writeAll(TopLines.line(rates) + "\n")
+            linesPrinted += 1
+            if let count, linesPrinted >= count { return quit() }
+        }
+        // Listing every channel is O(channels) for the server: above one
+        // page, read it less often so its cost per second stays bounded.
+        let pages = max(1, (sample.int("channels") + 999) / 1000)
+        guard interactive, board.channelRows > 0, polls % pages == 1 % pages else {
+            polling = false
+            return draw()
+        }
+        connection.request("list", fields: ["limit": .int(1000)]) { [unowned self] result in
+            polling = false
+            if case .success(let list) = result {
+                loop.updateTime()
+                activity.update(list: list, atMs: loop.now)
+            }
+            draw()
+        }
+    }
+
+    private func fail(_ message: String, code: Int32) {
+        guard failure == nil else { return }
+        failure = (message, code)
+        quit()
+    }
+
+    // MARK: terminal
+
+    private func startTerminal() throws {
+        let output = try TTY(loop: loop, fd: 1)
+        let input = try TTY(loop: loop, fd: 0)
+        self.output = output
+        self.input = input
+        handles += [output, input]
+        if let size = try? output.windowSize() { self.size = size }
+        try input.setRaw(true)
+        terminalActive = true
+        StandardOutput.writeAll("\u{1B}[?1049h\u{1B}[?25l")
+        try input.startReading({ [unowned self] bytes in keys(bytes) }, onEnd: { [unowned self] _ in quit() })
+        let winch = Signal(loop: loop)
+        try winch.start(SIGWINCH) { [unowned self] _ in
+            if let size = try? self.output?.windowSize() { self.size = size }
+            painter.invalidate()
+            draw()
+        }
+        handles.append(winch)
+    }
+
+    func restoreTerminal() {
+        guard terminalActive else { return }
+        terminalActive = false
+        try? input?.setRaw(false)
+        TTY.resetMode()
+        StandardOutput.writeAll((painter.colour ? ANSI.reset : "") + "\u{1B}[?25h\u{1B}[?1049l")
+    }
+
+    private func draw() {
+        guard terminalActive, !finished else { return }
+        let lines = TopRender.lines(board: board, sample: latest, rates: rates, channels: activity,
+                                    width: max(20, size.columns), height: max(6, size.rows))
+        StandardOutput.writeAll(painter.frame(lines))
+    }
+
+    private func keys(_ bytes: [UInt8]) {
+        for byte in bytes {
+            if byte == 0x03 || byte == UInt8(ascii: "q") || byte == UInt8(ascii: "Q") { return quit() }
+            if board.showHelp {
+                board.showHelp = false
+            } else if byte == UInt8(ascii: "?") {
+                board.showHelp = true
+            }
+        }
+        draw()
+    }
+
+    func quit() {
+        guard !finished else { return }
+        finished = true
+        restoreTerminal()
+        connection.close()
+        for handle in handles { handle.close() }
+        handles = []
+    }
+}

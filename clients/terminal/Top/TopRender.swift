@@ -1,0 +1,154 @@
+import Foundation
+import OutaTimeProtocol
+
+/// What the `top` screen shows besides the readings.
+struct TopBoard {
+    var server: String
+    var intervalS: Double
+    var connection = "connecting…"
+    var status = ""
+    var showHelp = false
+    /// How many busiest channels to show (0: none, `list` not polled).
+    var channelRows = 5
+
+    static let helpLines = [
+        "Every --interval the server's stats are read; a rate is the growth",
+        "of a counter between two readings, divided by the time between them.",
+        "",
+        "deliveries/s   pushes queued to subscribers (events, ticks, messages, presence)",
+        "commands/s     command requests run against a channel's state",
+        "events/s       durable events committed to storage",
+        "commit         mean time a storage group took to commit (fsync included)",
+        "tick late      mean lateness of the ticks built (max: since start)",
+        "backlog        storage writes not yet committed",
+        "busiest        channels by events/s (from list: the first 1000 by name)",
+        "",
+        "?  show or hide this help (any key hides it)    q, Ctrl-C  quit",
+        "Colours: off when NO_COLOR is set (no-color.org).",
+    ]
+}
+
+/// Numbers for people: `12`, `3.4`, `1.2k`, `5.6 MB`.
+enum TopFormat {
+    static func rate(_ value: Double?) -> String {
+        guard let value else { return "—" }
+        if value >= 10_000 { return String(format: "%.1fk", value / 1000) }
+        if value >= 100 || value == value.rounded() { return String(format: "%.0f", value) }
+        return String(format: "%.1f", value)
+    }
+
+    static func ms(_ value: Double?) -> String {
+        guard let value else { return "—" }
+        return value >= 100 ? String(format: "%.0f ms", value) : String(format: "%.2f ms", value)
+    }
+
+    static func bytes(_ value: Double) -> String {
+        let units = ["B", "kB", "MB", "GB", "TB"]
+        var amount = value
+        var unit = 0
+        while amount >= 1000 && unit < units.count - 1 {
+            amount /= 1000
+            unit += 1
+        }
+        return unit == 0 ? String(format: "%.0f B", amount) : String(format: "%.1f %@", amount, units[unit])
+    }
+
+    static func uptime(_ seconds: Int) -> String {
+        let s = max(0, seconds)
+        if s >= 86_400 { return "\(s / 86_400)d\(s / 3600 % 24)h" }
+        if s >= 3600 { return "\(s / 3600)h\(String(format: "%02d", s / 60 % 60))m" }
+        return "\(s / 60)m\(String(format: "%02d", s % 60))s"
+    }
+}
+
+/// The full-screen view: a list of lines (with styles).
+enum TopRender {
+    static func lines(board: TopBoard, sample: TopSample?, rates: TopRates?, channels: ChannelActivity,
+                      width: Int, height: Int) -> [String] {
+        let server = sample?.stats["server"]?.text ?? "?"
+        let up = sample.map { " · up " + TopFormat.uptime($0.int("uptime_s")) } ?? ""
+        var out = [ANSI.inverse + ANSI.bold + " OutaTime top " + ANSI.reset
+            + " \(board.server) · \(DisplayWidth.sanitized(server))\(up) · every \(TopFormat.rate(board.intervalS)) s · \(board.connection)"]
+        out.append("")
+        func row(_ label: String, _ cells: [(String, String)]) -> String {
+            ANSI.bold + DisplayWidth.fit(label, 13) + ANSI.reset
+                + cells.map { name, value in ANSI.cyan + DisplayWidth.fit(value, 9, right: true) + ANSI.reset + " " + DisplayWidth.fit(name, 15) }
+                .joined()
+        }
+        if let sample {
+            let r = rates
+            out.append(row("CONNECTIONS", [("open", "\(sample.int("connections"))"), ("ready", "\(sample.int("sessions_ready"))"),
+                                           ("accepted/s", TopFormat.rate(r?.perSecond("connections_accepted"))),
+                                           ("closed/s", TopFormat.rate(r?.closesPerSecond))]))
+            out.append(row("CHANNELS", [("channels", "\(sample.int("channels"))"), ("subscriptions", "\(sample.int("subscriptions"))"),
+                                        ("published/s", TopFormat.rate(r?.perSecond("messages_published"))),
+                                        ("slow closes", "\(sample.int("slow_consumer_closes"))")]))
+            out.append(row("TRAFFIC", [("deliveries/s", TopFormat.rate(r?.perSecond("deliveries"))),
+                                       ("commands/s", TopFormat.rate(r?.perSecond("commands"))),
+                                       ("frames in/s", TopFormat.rate(r?.perSecond("frames_in"))),
+                                       ("frames out/s", TopFormat.rate(r?.perSecond("frames_out")))]))
+            out.append(row("", [("bytes in/s", r.map { TopFormat.bytes($0.perSecond("bytes_in")) } ?? "—"),
+                                ("bytes out/s", r.map { TopFormat.bytes($0.perSecond("bytes_out")) } ?? "—")]))
+            out.append(row("STORE", [("events/s", TopFormat.rate(r?.perSecond("events_committed"))),
+                                     ("commits/s", TopFormat.rate(r?.perSecond("store_batches"))),
+                                     ("commit", TopFormat.ms(r?.commitMs)),
+                                     ("backlog", "\(sample.int("store_backlog"))")]))
+            out.append(row("TICKS", [("ticks/s", TopFormat.rate(r?.perSecond("ticks"))),
+                                     ("late/s", TopFormat.rate(r?.perSecond("ticks_late"))),
+                                     ("tick late", TopFormat.ms(r?.tickLatenessMs)),
+                                     ("max late", "\(sample.int("tick_lateness_max_ms")) ms")]))
+            out.append(row("PROCESS", [("memory", TopFormat.bytes(Double(sample.int("rss_bytes")))),
+                                       ("conflated/s", TopFormat.rate(r?.perSecond("ticks_conflated")))]))
+        } else {
+            out.append("  waiting for the first reading…")
+        }
+        if board.channelRows > 0 {
+            out.append("")
+            let scope = channels.partial ? " (of the first 1000 channels by name)" : ""
+            out.append(ANSI.bold + "BUSIEST CHANNELS" + ANSI.reset + ANSI.dim + scope + ANSI.reset)
+            out.append(ANSI.dim + "  " + DisplayWidth.fit("CHANNEL", 40) + DisplayWidth.fit("EVENTS/S", 10, right: true)
+                + DisplayWidth.fit("SEQ", 10, right: true) + DisplayWidth.fit("WATCHERS", 10, right: true) + ANSI.reset)
+            let shown = channels.rows.prefix(board.channelRows)
+            if shown.isEmpty { out.append("  no channels") }
+            for entry in shown {
+                out.append("  " + DisplayWidth.fit(entry.channel, 40) + DisplayWidth.fit(TopFormat.rate(entry.eventsPerSecond), 10, right: true)
+                    + DisplayWidth.fit("\(entry.seq)", 10, right: true) + DisplayWidth.fit("\(entry.watchers)", 10, right: true))
+            }
+        }
+        var screen = Array(out.prefix(max(0, height - 2)).map { ANSI.clip($0, width) })
+        while screen.count < height - 2 { screen.append("") }
+        screen.append(ANSI.clip(board.status.isEmpty ? "" : ANSI.yellow + DisplayWidth.sanitized(board.status), width))
+        screen.append(ANSI.clip(ANSI.dim + "? help · q quit", width))
+        if board.showHelp {
+            return Overlay.box(title: "outatime top", body: TopBoard.helpLines, over: screen, width: width)
+        }
+        return screen
+    }
+}
+
+/// Line mode (stdout not a terminal): a header, then one line per reading,
+/// columns fixed, like `redis-cli --stat`.
+enum TopLines {
+    static let columns: [(String, Int)] = [
+        ("conns", 6), ("subs", 6), ("deliv/s", 9), ("cmds/s", 8), ("events/s", 9), ("commit_ms", 10),
+        ("ticks/s", 8), ("late_ms", 8), ("backlog", 8), ("in/s", 10), ("out/s", 10), ("rss", 10),
+    ]
+
+    static var header: String {
+        columns.map { DisplayWidth.fit($0.0, $0.1, right: true) }.joined(separator: " ")
+    }
+
+    static func line(_ rates: TopRates) -> String {
+        let s = rates.current
+        func fixed(_ value: Double?) -> String { value.map { String(format: "%.2f", $0) } ?? "-" }
+        let values = [
+            "\(s.int("connections"))", "\(s.int("subscriptions"))", TopFormat.rate(rates.perSecond("deliveries")),
+            TopFormat.rate(rates.perSecond("commands")), TopFormat.rate(rates.perSecond("events_committed")),
+            fixed(rates.commitMs), TopFormat.rate(rates.perSecond("ticks")), fixed(rates.tickLatenessMs),
+            "\(s.int("store_backlog"))", TopFormat.bytes(rates.perSecond("bytes_in")).replacingOccurrences(of: " ", with: ""),
+            TopFormat.bytes(rates.perSecond("bytes_out")).replacingOccurrences(of: " ", with: ""),
+            TopFormat.bytes(Double(s.int("rss_bytes"))).replacingOccurrences(of: " ", with: ""),
+        ]
+        return zip(columns, values).map { DisplayWidth.fit($1, $0.1, right: true) }.joined(separator: " ")
+    }
+}
