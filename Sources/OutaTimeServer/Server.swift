@@ -36,6 +36,8 @@ final class Server {
 
     /// Encodes every reply and push (loop thread only).
     let encoder = ReusableMessageEncoder()
+    /// Each event's `at`, formatted once a second (loop thread only).
+    var eventTimes = ISOTime.SecondCache()
     var counters = ServerCounters()
     let startedAt = Date()
     let bootID: String

@@ -184,6 +184,17 @@ struct RequestTests {
         )))
     }
 
+    @Test("a repeated member counts by its last value, in the accessors and in fields alike")
+    func repeatedMemberLastWins() throws {
+        let request = try parse(#" {"type":"ping","channel":"laps/a","id":1,"channel":"laps/b","type":"get"} "#)
+        #expect(request.type == "get")
+        #expect(request.id == .int(1))
+        #expect(request.value("channel") == .string("laps/b"))
+        #expect(try request.channel().description == "laps/b")
+        #expect(request.fields == ["type": .string("get"), "id": .int(1), "channel": .string("laps/b")])
+        #expect(request.value("absent") == nil)
+    }
+
     @Test("the built initializer puts type and id into fields")
     func builtRequest() {
         let request = Request(type: "get", id: .string("q"), fields: ["channel": .string("laps/a")])

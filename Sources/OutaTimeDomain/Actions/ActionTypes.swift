@@ -78,35 +78,50 @@ public struct ActionOutcome: Sendable, Equatable {
     /// The `result` of the `command` reply, as the server encodes it: often
     /// a typed value (a state, a timer), which encodes several times faster
     /// than the same JSON built as a `JSONValue`.
-    public let reply: any Encodable & Sendable
+    public var reply: any Encodable & Sendable {
+        switch body {
+        case .writable(let result): result
+        case .encodable(let result): result
+        }
+    }
+
     /// The same value when it writes its own fields (a state, a timer, a
     /// dispatch): the server then writes the reply around it directly,
     /// without the dynamic cast and the generic path an `any Encodable`
     /// costs (docs/BENCHMARKS.md, "Replies written directly").
-    public let writableReply: (any JSONWritable & Sendable)?
+    public var writableReply: (any JSONWritable & Sendable)? {
+        if case .writable(let result) = body { return result }
+        return nil
+    }
+
+    /// The result, held once: a large state in an existential is a heap
+    /// box, so one box rather than one per view of it.
+    private enum Body: Sendable {
+        case writable(any JSONWritable & Sendable)
+        case encodable(any Encodable & Sendable)
+    }
+
+    private let body: Body
     /// Durable events to commit before replying.
     public var events: [DomainEvent]
 
     /// Creates an outcome whose result is given as JSON.
     public init(result: JSONValue = .object([:]), events: [DomainEvent] = []) {
-        self.reply = result
-        self.writableReply = nil
+        self.body = .encodable(result)
         self.events = events
     }
 
     /// Creates an outcome whose result is a typed value, encoded only when
     /// the reply is sent.
     public init(reply: some Encodable & Sendable, events: [DomainEvent] = []) {
-        self.reply = reply
-        self.writableReply = nil
+        self.body = .encodable(reply)
         self.events = events
     }
 
     /// Creates an outcome whose result is a typed value that writes its own
     /// fields, written straight into the reply when it is sent.
     public init(reply: some JSONWritable & Sendable, events: [DomainEvent] = []) {
-        self.reply = reply
-        self.writableReply = reply
+        self.body = .writable(reply)
         self.events = events
     }
 

@@ -6,7 +6,7 @@ extension Request {
     /// The raw value of `key`, `null` included; nil when absent. For fields
     /// that take any JSON, like `publish`'s `data`.
     public func value(_ key: String) -> JSONValue? {
-        fields[key]
+        member(key)
     }
 
     /// A required string field.
@@ -86,7 +86,7 @@ extension Request {
 
     /// The field's value, or nil when it is absent or `null`.
     private func present(_ key: String) -> JSONValue? {
-        guard let value = fields[key], value != .null else { return nil }
+        guard let value = member(key), value != .null else { return nil }
         return value
     }
 }

@@ -22,7 +22,20 @@ public struct Request: Sendable {
     /// The client's id, to echo in the reply; nil when absent or `null`.
     public let id: RequestID?
     /// The whole object, `type` and `id` included.
-    public let fields: [String: JSONValue]
+    public var fields: [String: JSONValue] {
+        Dictionary(members.map { ($0.key, $0.value) }, uniquingKeysWith: { _, last in last })
+    }
+
+    /// The object's members in the order sent; a repeated key counts by
+    /// its last value. Requests have a handful of members, each read once
+    /// or twice: a linear search beats hashing them into a dictionary
+    /// (docs/BENCHMARKS.md, "Replies written directly").
+    private let members: [(key: String, value: JSONValue)]
+
+    /// The value of member `key`, the last one if repeated; nil when absent.
+    public func member(_ key: String) -> JSONValue? {
+        members.last { $0.key == key }?.value
+    }
 
     /// Creates a request from parts, e.g. in tests or in-process clients.
     public init(type: String, id: RequestID? = nil, fields: [String: JSONValue] = [:]) {
@@ -36,7 +49,7 @@ public struct Request: Sendable {
         }
         self.type = type
         self.id = id
-        self.fields = fields
+        self.members = fields.map { ($0.key, $0.value) }
     }
 
     /// Parses a frame body.
@@ -50,24 +63,31 @@ public struct Request: Sendable {
     ///   most 64 characters, and with the valid id when `type` is missing or
     ///   not a string.
     public static func parse(_ body: UnsafeRawBufferPointer) throws(RequestParseError) -> Request {
-        let value: JSONValue
+        let members: [(key: String, value: JSONValue)]
         do {
-            value = try JSONValue.parse(bytes: body)
+            var reader = JSONReader(body)
+            if let object = try reader.readTopLevelMembers() {
+                members = object
+            } else {
+                // Not an object: read it whole to say what it is instead.
+                let value = try JSONValue.parse(bytes: body)
+                throw RequestParseError.badJSON(ProtocolError(
+                    .badJSON,
+                    "a request must be a JSON object like {\"type\":\"ping\"}, got \(value.typeName)"
+                ))
+            }
+        } catch let error as RequestParseError {
+            throw error
         } catch {
             throw .badJSON(ProtocolError(
                 .badJSON,
                 "frame body of \(body.count) bytes is not valid UTF-8 JSON (\(error)); it starts with \(preview(body))"
             ))
         }
-        guard case .object(let fields) = value else {
-            throw .badJSON(ProtocolError(
-                .badJSON,
-                "a request must be a JSON object like {\"type\":\"ping\"}, got \(value.typeName)"
-            ))
-        }
+        func member(_ key: String) -> JSONValue? { members.last { $0.key == key }?.value }
 
         var id: RequestID?
-        if let rawID = fields["id"], rawID != .null {
+        if let rawID = member("id"), rawID != .null {
             guard let valid = RequestID(validating: rawID) else {
                 // A number is named as the client wrote it: `1e-400` reads as 0.0.
                 var given = rawID.errorDescription
@@ -82,9 +102,9 @@ public struct Request: Sendable {
             id = valid
         }
 
-        switch fields["type"] {
+        switch member("type") {
         case .string(let type):
-            return Request(parsedType: type, id: id, fields: fields)
+            return Request(parsedType: type, id: id, members: members)
         case nil, .null?:
             throw .invalid(id: id, ProtocolError(
                 .invalidRequest,
@@ -99,10 +119,10 @@ public struct Request: Sendable {
     }
 
     /// Keeps the parsed object as it is.
-    private init(parsedType type: String, id: RequestID?, fields: [String: JSONValue]) {
+    private init(parsedType type: String, id: RequestID?, members: [(key: String, value: JSONValue)]) {
         self.type = type
         self.id = id
-        self.fields = fields
+        self.members = members
     }
 
     /// The first bytes of a bad body, quoted, for the error message.

@@ -64,6 +64,27 @@ public enum ISOTime {
         return CivilTime.format(seconds: Int64(seconds), milliseconds: nil)
     }
 
+    /// ``format(_:)`` for a run of moments that mostly fall in the same
+    /// second (each event's `at`): the text of the last second is kept and
+    /// reused, so a second's events share one string.
+    public struct SecondCache {
+        private var second = Double.nan
+        private var cached = ""
+
+        /// Creates an empty cache.
+        public init() {}
+
+        /// `ISOTime.format(date)`, reused while `date` is in the same second.
+        public mutating func text(for date: Date) -> String {
+            let second = date.timeIntervalSince1970.rounded(.down)
+            if second != self.second {
+                self.second = second
+                cached = ISOTime.format(date)
+            }
+            return cached
+        }
+    }
+
     /// `yyyy-MM-ddTHH:mm:ss.SSSZ` for a moment in milliseconds since 1970.
     public static func format(milliseconds: Int64) -> String {
         // Floor division keeps the fraction positive before 1970 too.

@@ -120,17 +120,43 @@ struct JSONReader {
     }
 
     private mutating func readObject() throws(JSONReadError) -> JSONValue {
+        // Room for a request's members (type, id, channel, action, args)
+        // from the start: growing 1 → 3 → 6 rehashed every key each time.
+        var members = [String: JSONValue](minimumCapacity: 6)
+        try readMembers(into: &members) { members, key, value in members[key] = value }
+        return .object(members)
+    }
+
+    /// A document that is one object, as its members in order (a repeated
+    /// key appears twice: readers take the last, as ``JSONValue/object(_:)``
+    /// keeps it); nil, having read nothing, when the document does not
+    /// start with `{`. A request is such an
+    /// object: a handful of members read once each, which a short array
+    /// serves without hashing every key twice (docs/BENCHMARKS.md).
+    mutating func readTopLevelMembers() throws(JSONReadError) -> [(key: String, value: JSONValue)]? {
+        skipWhitespace()
+        guard current == UInt8(ascii: "{") else { return nil }
+        var members: [(key: String, value: JSONValue)] = []
+        members.reserveCapacity(6)
+        try readMembers(into: &members) { members, key, value in members.append((key, value)) }
+        skipWhitespace()
+        guard index == bytes.count else { throw fail("unexpected text after the JSON value") }
+        return members
+    }
+
+    /// Reads `{…}` from its `{`, handing each member to `add`.
+    @inline(__always)
+    private mutating func readMembers<Sink>(
+        into sink: inout Sink, _ add: (inout Sink, String, JSONValue) -> Void
+    ) throws(JSONReadError) {
         try enter()
         index += 1  // {
         skipWhitespace()
         if current == UInt8(ascii: "}") {
             index += 1
             depth -= 1
-            return .object([:])
+            return
         }
-        // Room for a request's members (type, id, channel, action, args)
-        // from the start: growing 1 → 3 → 6 rehashed every key each time.
-        var members = [String: JSONValue](minimumCapacity: 6)
         while true {
             guard current == UInt8(ascii: "\"") else { throw fail("expected a string key") }
             let key = try readString()
@@ -138,7 +164,7 @@ struct JSONReader {
             guard current == UInt8(ascii: ":") else { throw fail("expected ':' after an object key") }
             index += 1
             skipWhitespace()
-            members[key] = try readValue()
+            add(&sink, key, try readValue())
             skipWhitespace()
             switch current {
             case UInt8(ascii: ","):
@@ -147,7 +173,7 @@ struct JSONReader {
             case UInt8(ascii: "}"):
                 index += 1
                 depth -= 1
-                return .object(members)
+                return
             default:
                 throw fail("expected ',' or '}' in an object")
             }

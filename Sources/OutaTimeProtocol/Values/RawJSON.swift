@@ -25,7 +25,8 @@ public struct RawJSON: Sendable, Hashable, Codable, CustomStringConvertible {
     ///
     /// - Throws: `EncodingError` for a NaN or infinite number.
     public init<Object: JSONWritable>(writing object: Object) throws {
-        let writer = JSONByteWriter()
+        let writer = JSONByteWriter.borrow()
+        defer { JSONByteWriter.giveBack(writer) }
         try writer.writeTopLevel(object)
         text = writer.withBytes { String(decoding: $0, as: UTF8.self) }
     }

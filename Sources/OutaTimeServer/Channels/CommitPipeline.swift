@@ -144,25 +144,15 @@ struct PendingReply {
     let session: Session
     let id: RequestID?
     let slot: ReplySlot
-    /// The `result` to send once committed.
-    let result: any Encodable & Sendable
-    /// `result` when it writes its own fields (see ``ActionOutcome/writableReply``).
-    let writable: (any JSONWritable & Sendable)?
-
-    init(session: Session, id: RequestID?, slot: ReplySlot, outcome: ActionOutcome) {
-        self.session = session
-        self.id = id
-        self.slot = slot
-        self.result = outcome.reply
-        self.writable = outcome.writableReply
-    }
+    /// The action's outcome, whose `result` is sent once committed.
+    let outcome: ActionOutcome
 
     /// Answers the command: its reply, in its place in the session's order.
     func send() {
-        if let writable {
+        if let writable = outcome.writableReply {
             session.fill(slot, id: id, writing: writable)
         } else {
-            session.fill(slot, id: id, result)
+            session.fill(slot, id: id, outcome.reply)
         }
     }
 }

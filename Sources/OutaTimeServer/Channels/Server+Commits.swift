@@ -15,7 +15,7 @@ extension Server {
     /// precedes the event that started it.
     func commit(_ events: [DomainEvent], on channel: Channel, at time: Date, reply: PendingReply? = nil) {
         guard !events.isEmpty else { return }
-        if channel.pipeline.append(events, at: ISOTime.format(time), reply: reply) {
+        if channel.pipeline.append(events, at: eventTimes.text(for: time), reply: reply) {
             unsubmitted.append(channel)
         }
         // A long run of pipelined commands is cut into batches of this many

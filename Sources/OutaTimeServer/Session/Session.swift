@@ -85,6 +85,9 @@ final class Session {
     var lastActivity: UInt64
     /// The connection's requests in order, and its replies not yet sent.
     var requests = RequestQueue()
+    /// The channel name this connection named last, parsed: pipelined
+    /// commands name the same channel again and again (``Server/scopedChannel(_:for:)``).
+    var lastChannel: ChannelName?
     /// Channels this session is subscribed to (kept by ``SubscriptionIndex``).
     var subscribed: [String] = []
     /// Queued for the once-per-iteration flush.
