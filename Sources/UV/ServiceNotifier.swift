@@ -21,15 +21,15 @@ public final class ServiceNotifier: @unchecked Sendable {
         case unsupportedAddress(String)
         /// `socket(2)` failed.
         case socket(UVError)
-        /// `sendto(2)` failed (no listener on the path, queue full, …).
-        case send(UVError)
+        /// `sendto(2)` to `address` failed (no socket there, queue full, …).
+        case send(address: String, UVError)
 
         public var description: String {
             switch self {
             case .unsupportedAddress(let address):
                 return "NOTIFY_SOCKET '\(address)' is not an absolute path or an @abstract name of at most 107 bytes"
             case .socket(let error): return "cannot open a notification socket: \(error)"
-            case .send(let error): return "cannot send to NOTIFY_SOCKET: \(error)"
+            case .send(let address, let error): return "cannot send to NOTIFY_SOCKET '\(address)': \(error)"
             }
         }
     }
@@ -99,7 +99,7 @@ public final class ServiceNotifier: @unchecked Sendable {
                 }
             }
         }
-        guard sent >= 0 else { throw .send(UVError(-errno)) }
+        guard sent >= 0 else { throw .send(address: address, UVError(-errno)) }
     }
 
     /// `READY=1`: startup (or a reload) is complete; `status` is shown by
