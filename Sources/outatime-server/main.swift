@@ -93,7 +93,7 @@ struct OutaTimeServerCommand: ParsableCommand {
         previous one, so bursts of broadcasts leave in fewer, larger writes. 0 writes every loop \
         iteration. Output to a few connections (a reply) waits only when such a flush is already \
         pending, and then at most this long.
-        """, valueName: "µs"))
+        """, valueName: "us"))
     var flushIntervalMicroseconds = 250
 
     @Option(help: ArgumentHelp("""

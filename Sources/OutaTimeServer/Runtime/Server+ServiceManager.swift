@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import UV
 
-/// systemd `Type=notify` (contrib/systemd/outatime-server.service): the
+/// systemd `Type=notify` (dist/systemd/outatime-server.service.in): the
 /// executable tells the service manager `READY=1` once its listeners are
 /// bound and the store is open, `RELOADING=1`/`READY=1` around a SIGHUP
 /// reload and `STOPPING=1` when SIGINT or SIGTERM starts the drain. Only
