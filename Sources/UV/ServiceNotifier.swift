@@ -13,6 +13,9 @@ import Darwin
 /// Supports a socket path (`/run/systemd/notify`) and a Linux abstract name
 /// (`@name`); systemd passes one of these. Sends never block: a full socket
 /// queue is an error the caller logs, not a stall of the event loop.
+///
+/// `@unchecked Sendable`: every stored property is a `let`, and `sendto` on
+/// one descriptor is safe from any thread.
 public final class ServiceNotifier: @unchecked Sendable {
     /// Why a notification could not be set up or sent.
     public enum Failure: Error, Sendable, Equatable, CustomStringConvertible {
@@ -24,6 +27,7 @@ public final class ServiceNotifier: @unchecked Sendable {
         /// `sendto(2)` to `address` failed (no socket there, queue full, …).
         case send(address: String, UVError)
 
+        /// What went wrong, naming the address or the errno.
         public var description: String {
             switch self {
             case .unsupportedAddress(let address):
