@@ -1,4 +1,5 @@
 import OutaTimeTestSupport
+import OutaTimeTestKit
 import Foundation
 import OutaTimeProtocol
 import Testing
@@ -56,24 +57,13 @@ struct ServiceNotifyTests {
         #expect(!socket.hasPending(timeout: 0.1), "a notification after STOPPING=1")
     }
 
-    @Test("an abstract NOTIFY_SOCKET (@name) is notified too")
-    func abstractSocket() throws {
-        let socket = try NotifySocket(address: "@outatime-test-\(UUID().uuidString)")
-        let server = try ServerProcess(["--port", "0", "--log-level", "error"],
-                                       environment: ["NOTIFY_SOCKET": socket.address])
-        let ready = try #require(socket.receive(), "stderr: \(server.stderrText)")
-        #expect(ready.first?.key == "READY", "\(ready)")
-        #expect(server.awaitListening(timeout: 1) != nil)
-        server.send(signal: SIGTERM)
-        #expect(socket.receive()?.first?.key == "STOPPING")
-        #expect(server.waitForExit() == 0, "stderr: \(server.stderrText)")
-    }
-
-    @Test("a NOTIFY_SOCKET that cannot be used is logged and the server runs", arguments: [
-        ("relative/notify.sock", "service manager notifications off", "is not an absolute path or an @abstract name"),
-        ("/nonexistent-outatime/notify.sock", "service manager notification failed", "ENOENT"),
-    ])
-    func unusableSocket(address: String, logged: String, reason: String) throws {
+    /// One case only: each costs a server process. An address refused
+    /// outright (`relative.sock`) is ServiceNotifierTests' (UVTests).
+    @Test("a NOTIFY_SOCKET nobody listens on is logged as a warning and the server runs")
+    func unusableSocket() throws {
+        let address = "/nonexistent-outatime/notify.sock"
+        let logged = "service manager notification failed"
+        let reason = "ENOENT"
         let server = try ServerProcess(["--port", "0", "--log-level", "warning"], environment: ["NOTIFY_SOCKET": address])
         let listening = try #require(server.awaitListening(), "stderr: \(server.stderrText)")
         let client = try TestClient(port: listening.port)

@@ -7,13 +7,13 @@ import Glibc
 /// socket, as systemd binds `/run/systemd/notify`, that a child started
 /// with `NOTIFY_SOCKET=<address>` reports to. A path, or `@name` for a
 /// Linux abstract socket. Closed on deinit (and a path is removed).
-final class NotifySocket {
+public final class NotifySocket {
     /// What to put in `NOTIFY_SOCKET`.
-    let address: String
+    public let address: String
     private let fd: Int32
 
     /// Binds `address`: an absolute path, or `@name` (abstract).
-    init(address: String) throws {
+    public init(address: String) throws {
         self.address = address
         var bytes = Array(address.utf8)
         let abstract = bytes.first == UInt8(ascii: "@")
@@ -44,7 +44,7 @@ final class NotifySocket {
 
     /// The next datagram's `KEY=VALUE` lines, in order, or nil after
     /// `timeout` seconds.
-    func receive(timeout: Double = 30) -> [(key: String, value: String)]? {
+    public func receive(timeout: Double = 30) -> [(key: String, value: String)]? {
         let deadline = Date().addingTimeInterval(timeout)
         var buffer = [UInt8](repeating: 0, count: 4096)
         for _ in 0..<1_000 {
@@ -66,7 +66,7 @@ final class NotifySocket {
     }
 
     /// Whether a datagram is waiting, within `timeout` seconds (not read).
-    func hasPending(timeout: Double) -> Bool {
+    public func hasPending(timeout: Double) -> Bool {
         var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         return poll(&pfd, 1, Int32(timeout * 1000)) > 0
     }
