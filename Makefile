@@ -6,7 +6,8 @@
 #
 # Variables: SWIFT (the swift driver), ARGS (extra server flags for `run`),
 # HOST, PORT, DB (where `run` listens and stores), TEST_ARGS (for `swift test`),
-# TRIALS and CRASH_ARGS (for `crash-trials`), FUZZ_SECONDS (per fuzz target, for `fuzz`).
+# TRIALS and CRASH_ARGS (for `crash-trials`), FUZZ_SECONDS (per fuzz target, for `fuzz`),
+# PREFIX, DESTDIR and CONFIG (for `install`; the install directories below).
 
 SWIFT     ?= swift
 ARGS      ?=
@@ -18,6 +19,26 @@ TRIALS    ?= 10
 CRASH_ARGS ?=
 FUZZ_SECONDS ?= 60
 
+# `make install`: where the files go (GNU names; each may be overridden).
+# DESTDIR is prepended to every path but not written into the files (the
+# unit's ExecStart names $(BINDIR)), for packaging and staged installs.
+# CONFIG=debug installs the debug build (the install test uses it so it does
+# not build everything again in release).
+PREFIX  ?= /usr/local
+DESTDIR ?=
+CONFIG  ?= release
+BINDIR  ?= $(PREFIX)/bin
+MANDIR  ?= $(PREFIX)/share/man
+DATADIR ?= $(PREFIX)/share/outatime
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR  ?= $(PREFIX)/share/zsh/site-functions
+FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+# The man pages' date: the last commit's (the same pages for the same
+# source), today's outside a git checkout.
+MAN_DATE ?= $(shell git log -1 --format=%cs 2>/dev/null || date -u +%Y-%m-%d)
+
 # Debian packages the build needs: libuv for the event loop, SQLite for GRDB,
 # OpenSSL 3 for TLS (and the openssl command, which the TLS tests use).
 DEBIAN_PACKAGES := libuv1-dev libsqlite3-dev libssl-dev openssl
@@ -26,10 +47,14 @@ DEBIAN_PACKAGES := libuv1-dev libsqlite3-dev libssl-dev openssl
 SUDO := $(shell if [ "$$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then echo sudo; fi)
 
 SERVER_BIN := .build/debug/outatime-server
+# The executables `install` installs, each with a man page and completions.
+TOOLS := outatime-server outatime outatime-load
+# Where `man` leaves the pages (copied from the plugin's output).
+MAN_OUT := .build/man
 
 .DEFAULT_GOAL := help
 
-.PHONY: help deps test-deps build run test test-python crash-trials release fuzz bench-peers bench-commands clean
+.PHONY: help deps test-deps build run test test-python test-install crash-trials release man install install-files uninstall fuzz bench-peers bench-commands clean
 
 help: ## List the targets
 	@echo "OutaTime — make targets:"
@@ -37,6 +62,7 @@ help: ## List the targets
 	@echo
 	@echo "Variables: SWIFT=$(SWIFT) HOST=$(HOST) PORT=$(PORT) DB=$(DB)"
 	@echo "           ARGS='extra server flags', e.g. make run ARGS='--log-level debug'"
+	@echo "           PREFIX=$(PREFIX) DESTDIR=$(DESTDIR) CONFIG=$(CONFIG) for install, e.g. sudo make install PREFIX=/opt/outatime"
 
 deps: ## Install the Debian packages libuv1-dev, libsqlite3-dev, libssl-dev and openssl if missing
 	@if command -v dpkg-query >/dev/null 2>&1; then \
@@ -75,9 +101,15 @@ test: deps test-deps ## Build and run every test
 	$(SWIFT) build --build-tests
 	$(SWIFT) test $(TEST_ARGS)
 	$(MAKE) test-python
+	$(MAKE) test-install
 
 test-python: build ## Run the Python client's tests against the server
 	python3 -m unittest discover -s clients/python/tests -v
+
+# Outside `swift test`: `make install` runs SwiftPM, which waits for the
+# build directory that a running `swift test` holds.
+test-install: ## Check `make install CONFIG=debug` into a temporary PREFIX (and DESTDIR), then `make uninstall`
+	python3 -m unittest discover -s tools/tests -p 'test_install.py' -v
 
 crash-trials: build ## SIGKILL the server under load TRIALS times (default 10); checks no acknowledged event is lost
 	python3 tools/crash_trials.py --server $(SERVER_BIN) --trials $(TRIALS) $(CRASH_ARGS)
@@ -94,6 +126,52 @@ bench-peers: release ## Neutral-harness comparison with Redis/NATS (docs/BENCHMA
 
 bench-commands: release ## Durable commands, 50 clients, interleaved with Redis appendfsync always (docs/BENCHMARKS.md)
 	docs/bench/commands.sh
+
+man: deps ## Generate the man pages with swift-argument-parser's generate-manual plugin (.build/man)
+	$(SWIFT) build -c $(CONFIG)
+	$(SWIFT) package plugin generate-manual --configuration $(CONFIG) --date $(MAN_DATE)
+	@mkdir -p $(MAN_OUT)
+	@# The plugin writes the discussions' blank lines as they are; mdoc wants
+	@# .Pp between paragraphs (groff warns "Empty input line" otherwise).
+	@for tool in $(TOOLS); do \
+	  page=$$(find .build/plugins/GenerateManual/outputs -name "$$tool.1" | head -n 1); \
+	  if [ -z "$$page" ]; then echo "man: the plugin made no page for $$tool" >&2; exit 1; fi; \
+	  sed 's/^$$/.Pp/' "$$page" > $(MAN_OUT)/$$tool.1; \
+	done
+	@echo "man pages in $(MAN_OUT): $(TOOLS:%=%.1)"
+
+install: man ## Build (CONFIG=release) and install binaries, man pages, completions and the systemd unit under PREFIX (/usr/local)
+	$(MAKE) install-files
+
+install-files: ## Install what `make man` built, without building (e.g. `make man`, then `sudo make install-files`)
+	@bin=.build/$(CONFIG); \
+	for file in $(TOOLS:%=$$bin/%) $(TOOLS:%=$(MAN_OUT)/%.1); do \
+	  if [ ! -f "$$file" ]; then echo "install-files: no $$file: run 'make man CONFIG=$(CONFIG)' (or 'make install') first" >&2; exit 1; fi; \
+	done; \
+	set -e; \
+	install -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(MANDIR)/man1" "$(DESTDIR)$(BASHCOMPDIR)" \
+	  "$(DESTDIR)$(ZSHCOMPDIR)" "$(DESTDIR)$(FISHCOMPDIR)" "$(DESTDIR)$(DATADIR)" \
+	  "$(DESTDIR)$(SYSTEMDUNITDIR)" "$(DESTDIR)$(SYSUSERSDIR)"; \
+	for tool in $(TOOLS); do \
+	  install -m 0755 "$$bin/$$tool" "$(DESTDIR)$(BINDIR)/$$tool"; \
+	  install -m 0644 "$(MAN_OUT)/$$tool.1" "$(DESTDIR)$(MANDIR)/man1/$$tool.1"; \
+	  "$$bin/$$tool" --generate-completion-script bash > "$(DESTDIR)$(BASHCOMPDIR)/$$tool"; \
+	  "$$bin/$$tool" --generate-completion-script zsh > "$(DESTDIR)$(ZSHCOMPDIR)/_$$tool"; \
+	  "$$bin/$$tool" --generate-completion-script fish > "$(DESTDIR)$(FISHCOMPDIR)/$$tool.fish"; \
+	done; \
+	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@DATADIR@|$(DATADIR)|g' dist/systemd/outatime-server.service.in \
+	  > "$(DESTDIR)$(SYSTEMDUNITDIR)/outatime-server.service"; \
+	chmod 0644 "$(DESTDIR)$(SYSTEMDUNITDIR)/outatime-server.service"; \
+	install -m 0644 dist/systemd/outatime.sysusers "$(DESTDIR)$(SYSUSERSDIR)/outatime.conf"; \
+	install -m 0644 dist/outatime-server.env dist/tokens.example.json "$(DESTDIR)$(DATADIR)/"; \
+	echo "installed $(TOOLS) ($(CONFIG)) under $(DESTDIR)$(PREFIX); the service: README.md, \"Install\""
+
+uninstall: ## Remove what `make install` installed under PREFIX (same PREFIX, DESTDIR and directories)
+	rm -f $(foreach tool,$(TOOLS),"$(DESTDIR)$(BINDIR)/$(tool)" "$(DESTDIR)$(MANDIR)/man1/$(tool).1" \
+	  "$(DESTDIR)$(BASHCOMPDIR)/$(tool)" "$(DESTDIR)$(ZSHCOMPDIR)/_$(tool)" "$(DESTDIR)$(FISHCOMPDIR)/$(tool).fish")
+	rm -f "$(DESTDIR)$(SYSTEMDUNITDIR)/outatime-server.service" "$(DESTDIR)$(SYSUSERSDIR)/outatime.conf" \
+	  "$(DESTDIR)$(DATADIR)/outatime-server.env" "$(DESTDIR)$(DATADIR)/tokens.example.json"
+	-rmdir "$(DESTDIR)$(DATADIR)" 2>/dev/null
 
 clean: ## Remove build products (keeps ./data)
 	rm -rf .build .build-fuzz

@@ -110,6 +110,9 @@ final class Server {
     private(set) var helloDelays: Scheduler<Int>!
     var slowedHellos: [Int: SlowedHello] = [:]
     private var signals: [Signal] = []
+    /// systemd's notification socket (`$NOTIFY_SOCKET`), when the
+    /// executable runs as a `Type=notify` service (``notifyService(_:)``).
+    var serviceNotifier: ServiceNotifier?
     var dirty: [Session] = []
 
     /// Opens the store and loads every channel; does not listen yet.
@@ -230,6 +233,7 @@ final class Server {
                 let signal = Signal(loop: loop)
                 try signal.start(signum) { [unowned self] number in
                     self.logger.notice("signal received, shutting down", metadata: ["signal": "\(number)"])
+                    self.notifyService { try $0.stopping(status: "draining connections") }
                     self.beginShutdown()
                 }
                 signals.append(signal)
@@ -237,7 +241,9 @@ final class Server {
             let hangup = Signal(loop: loop)
             try hangup.start(SIGHUP) { [unowned self] _ in
                 self.logger.notice("SIGHUP received, reloading")
-                self.reload()
+                self.notifyService { try $0.reloading() }
+                let report = self.reload()
+                self.notifyService { try $0.ready(status: report.serviceStatus) }
             }
             signals.append(hangup)
         }

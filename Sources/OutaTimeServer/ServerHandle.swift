@@ -131,8 +131,11 @@ extension Server {
         Signal.ignore(SIGPIPE)
         Signal.unblock([SIGINT, SIGTERM, SIGHUP])
         let server = try Server(config: config, logger: logger)
+        server.serviceNotifier = openServiceNotifier(logger: logger)
         let address = try server.start(handleSignals: true)
         onListening(address)
+        // Listening and the store open: systemd may start what depends on us.
+        server.notifyService { try $0.ready(status: address.serviceStatus) }
         return server.runLoop()
     }
 }

@@ -14,7 +14,9 @@ struct OutaTimeServerCommand: ParsableCommand {
             protocol/PROTOCOL.md), in plain TCP and/or TLS. State is kept in a SQLite database; \
             the server prints 'listening on HOST:PORT' (plain) and 'tls listening on HOST:PORT' \
             (TLS) when ready and stops cleanly on Ctrl-C or SIGTERM. SIGHUP reloads the --tokens \
-            file and the TLS certificate, key and client CAs without a restart.
+            file and the TLS certificate, key and client CAs without a restart. Under systemd \
+            (Type=notify, the unit 'make install' installs) it reports READY=1 once listening, \
+            RELOADING=1 and READY=1 around a reload and STOPPING=1 on SIGTERM to $NOTIFY_SOCKET.
 
             Examples:
               outatime-server                          # 127.0.0.1:1985, ./data
@@ -93,7 +95,7 @@ struct OutaTimeServerCommand: ParsableCommand {
         previous one, so bursts of broadcasts leave in fewer, larger writes. 0 writes every loop \
         iteration. Output to a few connections (a reply) waits only when such a flush is already \
         pending, and then at most this long.
-        """, valueName: "µs"))
+        """, valueName: "us"))
     var flushIntervalMicroseconds = 250
 
     @Option(help: ArgumentHelp("""

@@ -27,7 +27,8 @@ final class ServerProcess {
     var databasePath: String { folder.path("outatime.sqlite") }
 
     /// Starts the executable with `arguments`; `--db` is added unless given.
-    init(_ arguments: [String]) throws {
+    /// `environment` is added to the test's own.
+    init(_ arguments: [String], environment: [String: String] = [:]) throws {
         folder = try TemporaryFolder()
         stderrPath = folder.path("stderr.txt")
         _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
@@ -36,6 +37,9 @@ final class ServerProcess {
         process.standardOutput = stdout
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
         process.standardInput = FileHandle.nullDevice
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         try ServerProcess.withSignalsUnblocked { try process.run() }
     }
 
