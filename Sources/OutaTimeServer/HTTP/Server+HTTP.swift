@@ -80,7 +80,7 @@ extension Server {
             for channel in channels.values where channel.pipeline.isDurable {
                 byKind[channel.name.kind.rawValue, default: 0] += 1
             }
-            return HTTPResponse(status: .ok, body: metrics.render(statsResult(), channelsByKind: byKind),
+            return HTTPResponse(status: .ok, body: metrics.render(statsResult(), channelsByKind: byKind, writer: writer.stats),
                                 contentType: "text/plain; version=0.0.4; charset=utf-8")
         case "/readyz":
             if case .running = phase { return HTTPResponse(status: .ok, body: "ready\n") }

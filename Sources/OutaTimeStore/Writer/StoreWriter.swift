@@ -102,7 +102,10 @@ private struct WriterLoop: Sendable {
 
     func run() {
         while let batch = inbox.next() {
-            let (commits, foldDue) = commit(batch)
+            let started = DispatchTime.now().uptimeNanoseconds
+            var (commits, foldDue) = commit(batch)
+            let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+            for index in commits.indices { commits[index].commitSeconds = seconds }
             onCommit(commits)
             // After reporting: the commands of this group are answered
             // without waiting for the fold. A failed fold is made again at
