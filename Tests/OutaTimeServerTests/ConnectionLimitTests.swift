@@ -95,6 +95,30 @@ struct ConnectionLimitTests {
         }
     }
 
+    @Test("the per-address limit counts each address apart: 127.0.0.2 connects while 127.0.0.1 is full, then fills its own")
+    func perAddressLimitIsPerAddress() throws {
+        try withTestServer({ $0.maxConnections = 100; $0.maxConnectionsPerAddress = 2 }) { server in
+            let first = try server.connectReady(name: "first")
+            let second = try server.connectReady(name: "second")
+            try expectRefused(try server.connect(), flag: "--max-connections-per-address")
+
+            // Linux answers all of 127.0.0.0/8: a second client address.
+            let other = try TestClient(port: server.port, source: "127.0.0.2")
+            try other.hello(name: "other")
+            let otherSecond = try TestClient(port: server.port, source: "127.0.0.2")
+            try otherSecond.hello(name: "other-second")
+            #expect(try other.request("ping").isOK)
+            try expectRefused(try TestClient(port: server.port, source: "127.0.0.2"), flag: "--max-connections-per-address")
+
+            let stats = try first.call("stats")
+            #expect(stats[int: "connections"] == 4)
+            #expect((stats[object: "connections_refused"]?["max_connections_per_address"] as? NSNumber)?.intValue == 2,
+                    "stats: \(stats)")
+            #expect(try second.request("ping").isOK)
+            #expect(try otherSecond.request("ping").isOK)
+        }
+    }
+
     @Test("the limits are validated and named in the error")
     func validation() {
         var config = ServerConfig()

@@ -27,12 +27,21 @@ final class ServerProcess {
     var databasePath: String { folder.path("outatime.sqlite") }
 
     /// Starts the executable with `arguments`; `--db` is added unless given.
-    init(_ arguments: [String]) throws {
+    /// With `descriptorLimit` it runs under util-linux `prlimit --nofile`
+    /// (which execs it: the process id stays the server's).
+    init(_ arguments: [String], descriptorLimit: Int? = nil) throws {
         folder = try TemporaryFolder()
         stderrPath = folder.path("stderr.txt")
         _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
-        process.executableURL = ServerProcess.executableURL
-        process.arguments = arguments.contains("--db") ? arguments : arguments + ["--db", folder.path("outatime.sqlite")]
+        let serverArguments = arguments.contains("--db") ? arguments : arguments + ["--db", folder.path("outatime.sqlite")]
+        if let descriptorLimit {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
+            process.arguments = ["--nofile=\(descriptorLimit):\(descriptorLimit)", "--", ServerProcess.executableURL.path]
+                + serverArguments
+        } else {
+            process.executableURL = ServerProcess.executableURL
+            process.arguments = serverArguments
+        }
         process.standardOutput = stdout
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
         process.standardInput = FileHandle.nullDevice
