@@ -51,7 +51,7 @@ struct DescriptorLimitTests {
 
     static func run(_ arguments: [String], expectBareCloses: Bool) throws {
         let server = try ServerProcess(arguments + ["--port", "0", "--log-level", "error"],
-                                       descriptorLimit: descriptorLimit)
+                                       launcher: ["/usr/bin/prlimit", "--nofile=\(descriptorLimit):\(descriptorLimit)", "--"])
         let listening = try #require(server.awaitListening(), "stderr: \(server.stderrText)")
         var held: [TestClient] = []
         var outcomes: [Outcome: Int] = [:]

@@ -27,19 +27,21 @@ final class ServerProcess {
     var databasePath: String { folder.path("outatime.sqlite") }
 
     /// Starts the executable with `arguments`; `--db` is added unless given.
-    /// With `descriptorLimit` it runs under util-linux `prlimit --nofile`
-    /// (which execs it: the process id stays the server's).
-    init(_ arguments: [String], descriptorLimit: Int? = nil) throws {
-        folder = try TemporaryFolder()
-        stderrPath = folder.path("stderr.txt")
+    /// `launcher` runs it (a command that execs its arguments, so the process
+    /// id stays the server's): util-linux `prlimit --nofile=N:N --`, or
+    /// `setpriv --reuid=… --`. `executable` replaces the built one (a copy
+    /// another user may run).
+    init(_ arguments: [String], launcher: [String] = [], executable: URL = ServerProcess.executableURL,
+         folder: TemporaryFolder? = nil) throws {
+        self.folder = try folder ?? TemporaryFolder()
+        stderrPath = self.folder.path("stderr-\(UUID().uuidString.prefix(8)).txt")
         _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
-        let serverArguments = arguments.contains("--db") ? arguments : arguments + ["--db", folder.path("outatime.sqlite")]
-        if let descriptorLimit {
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
-            process.arguments = ["--nofile=\(descriptorLimit):\(descriptorLimit)", "--", ServerProcess.executableURL.path]
-                + serverArguments
+        let serverArguments = arguments.contains("--db") ? arguments : arguments + ["--db", self.folder.path("outatime.sqlite")]
+        if let program = launcher.first {
+            process.executableURL = URL(fileURLWithPath: program)
+            process.arguments = Array(launcher.dropFirst()) + [executable.path] + serverArguments
         } else {
-            process.executableURL = ServerProcess.executableURL
+            process.executableURL = executable
             process.arguments = serverArguments
         }
         process.standardOutput = stdout
