@@ -97,14 +97,14 @@ struct HTTPCrowdCommand: ParsableCommand {
         }
         let phaseMicros = UInt32(phaseSeconds * 1_000_000)
         for round in 1...rounds {
-            ping.phase.store(PingPhase.baseline.rawValue, ordering: .relaxed)
+            ping.phase.store(PingPhase.baseline(round: round), ordering: .relaxed)
             usleep(phaseMicros)
-            ping.phase.store(PingPhase.none.rawValue, ordering: .relaxed)
+            ping.phase.store(PingPhase.none, ordering: .relaxed)
             crowd.idle.store(false, ordering: .relaxed)
             crowdInbox.broadcast(.start)
-            ping.phase.store(PingPhase.load.rawValue, ordering: .relaxed)
+            ping.phase.store(PingPhase.load(round: round), ordering: .relaxed)
             usleep(phaseMicros)
-            ping.phase.store(PingPhase.none.rawValue, ordering: .relaxed)
+            ping.phase.store(PingPhase.none, ordering: .relaxed)
             crowdInbox.broadcast(.stop)
             for _ in 0..<1_000 where !crowd.idle.load(ordering: .relaxed) { usleep(10_000) }
             // Let the server see the closes before the next baseline.
@@ -116,7 +116,17 @@ struct HTTPCrowdCommand: ParsableCommand {
         crowdInbox.broadcast(.finish)
         if !threads.join(within: 10) { ping.recordError("workers did not stop within 10 s") }
 
-        let (baselineHistogram, loadHistogram) = ping.results ?? (Histogram<UInt64>.microseconds(), Histogram<UInt64>.microseconds())
+        let byPhase = ping.results ?? [:]
+        var baselineHistogram = Histogram<UInt64>.microseconds()
+        var loadHistogram = Histogram<UInt64>.microseconds()
+        var perRound: [(baseline: LatencySummary, load: LatencySummary)] = []
+        for round in 1...rounds {
+            let b = byPhase[PingPhase.baseline(round: round)] ?? .microseconds()
+            let l = byPhase[PingPhase.load(round: round)] ?? .microseconds()
+            baselineHistogram.add(b)
+            loadHistogram.add(l)
+            perRound.append((LatencySummary(b), LatencySummary(l)))
+        }
         let baseline = LatencySummary(baselineHistogram)
         let load = LatencySummary(loadHistogram)
         let closeTimes = LatencySummary(crowd.finalLatency ?? Histogram<UInt64>.microseconds())
@@ -128,6 +138,8 @@ struct HTTPCrowdCommand: ParsableCommand {
                 "bad_per_tick": badPerTick, "ping_interval_ms": pingIntervalMs,
                 "ping_baseline": baseline.json.merging(["count": baseline.count]) { $1 },
                 "ping_load": load.json.merging(["count": load.count]) { $1 },
+                "ping_rounds": perRound.map { ["baseline_p50_us": $0.baseline.p50, "baseline_p99_us": $0.baseline.p99,
+                                               "load_p50_us": $0.load.p50, "load_p99_us": $0.load.p99] },
                 "http_opened": value(crowd.opened), "http_connect_failures": value(crowd.connectFailures),
                 "http_closed_by_server": value(crowd.closedByServer), "http_held_to_end": value(crowd.heldAtEnd),
                 "http_close_after": closeTimes.json, "slow_heads_408": value(crowd.slowHeads408),
@@ -143,6 +155,11 @@ struct HTTPCrowdCommand: ParsableCommand {
             var rows: [(String, String)] = [
                 ("ping baseline", "\(Report.grouped(Int(baseline.count))) pings, p50 \(LatencySummary.millis(baseline.p50)), p99 \(LatencySummary.millis(baseline.p99)), p99.9 \(LatencySummary.millis(baseline.p999)), max \(LatencySummary.millis(baseline.max))"),
                 ("ping under HTTP", "\(Report.grouped(Int(load.count))) pings, p50 \(LatencySummary.millis(load.p50)), p99 \(LatencySummary.millis(load.p99)), p99.9 \(LatencySummary.millis(load.p999)), max \(LatencySummary.millis(load.max))"),
+            ]
+            for (index, round) in perRound.enumerated() {
+                rows.append(("round \(index + 1) p50 / p99", "baseline \(LatencySummary.millis(round.baseline.p50)) / \(LatencySummary.millis(round.baseline.p99)), under HTTP \(LatencySummary.millis(round.load.p50)) / \(LatencySummary.millis(round.load.p99))"))
+            }
+            rows += [
                 ("idle HTTP opened", Report.grouped(value(crowd.opened))),
                 ("closed by server", "\(Report.grouped(value(crowd.closedByServer))) (connect → close p50 \(LatencySummary.millis(closeTimes.p50)), p99 \(LatencySummary.millis(closeTimes.p99)), max \(LatencySummary.millis(closeTimes.max)))"),
                 ("held to the end", Report.grouped(value(crowd.heldAtEnd))),

@@ -3,29 +3,30 @@ import Synchronization
 import UV
 
 /// The phase a ping's round trip is counted in, set by the coordinating
-/// thread: pings answered between phases are not counted.
-enum PingPhase: Int {
-    case none = 0, baseline = 1, load = 2
+/// thread as one number: 0 between phases (not counted), else
+/// `round × 2 + 1` for a round's baseline and `round × 2 + 2` for its load.
+enum PingPhase {
+    static let none = 0
+    static func baseline(round: Int) -> Int { round * 2 + 1 }
+    static func load(round: Int) -> Int { round * 2 + 2 }
 }
 
 /// One protocol client pinging at a steady pace on a loop of its own: a
 /// `ping` every `intervalMs` (never two outstanding), each round trip
 /// recorded in the histogram of the phase it ended in.
 final class PingTally: WorkerTally, @unchecked Sendable {
-    /// ``PingPhase`` raw value, written by the coordinator.
-    let phase = Atomic<Int>(PingPhase.none.rawValue)
+    /// The current ``PingPhase`` number, written by the coordinator.
+    let phase = Atomic<Int>(PingPhase.none)
     /// True once `hello` was answered and pinging began.
     let ready = Atomic<Bool>(false)
-    private let histograms = Mutex<[Histogram<UInt64>]>([])
+    private let histograms = Mutex<[Int: Histogram<UInt64>]?>(nil)
 
-    func store(baseline: Histogram<UInt64>, load: Histogram<UInt64>) {
-        histograms.withLock { $0 = [baseline, load] }
+    func store(_ byPhase: [Int: Histogram<UInt64>]) {
+        histograms.withLock { $0 = byPhase }
     }
 
-    /// (baseline, load) once the worker finished.
-    var results: (baseline: Histogram<UInt64>, load: Histogram<UInt64>)? {
-        histograms.withLock { $0.count == 2 ? ($0[0], $0[1]) : nil }
-    }
+    /// Round trips by phase number, once the worker finished.
+    var results: [Int: Histogram<UInt64>]? { histograms.withLock { $0 } }
 }
 
 enum PingOrder: Sendable {
@@ -41,8 +42,7 @@ final class PingWorker {
     private let connection: LoadConnection
     private let pacer: UV.Timer
     private var inbox: AsyncInbox<PingOrder>?
-    private var baseline = Histogram<UInt64>.microseconds()
-    private var load = Histogram<UInt64>.microseconds()
+    private var byPhase: [Int: Histogram<UInt64>] = [:]
     private var nextID = 2
     private var outstanding: (id: Int, sentNs: UInt64, phase: Int)?
 
@@ -76,12 +76,8 @@ final class PingWorker {
             outstanding = nil
             let micros = max(1, (Loop.hrtime &- sent.sentNs) / 1_000)
             // Counted only when sent and answered in the same phase.
-            guard sent.phase == tally.phase.load(ordering: .relaxed) else { return }
-            switch PingPhase(rawValue: sent.phase) {
-            case .baseline: _ = baseline.record(micros)
-            case .load: _ = load.record(micros)
-            default: break
-            }
+            guard sent.phase != PingPhase.none, sent.phase == tally.phase.load(ordering: .relaxed) else { return }
+            _ = byPhase[sent.phase, default: .microseconds()].record(micros)
         case .reply(_, let error?):
             tally.recordError("pinger: \(error)")
         case .failure(let reason):
@@ -99,7 +95,7 @@ final class PingWorker {
     }
 
     private func finish() {
-        tally.store(baseline: baseline, load: load)
+        tally.store(byPhase)
         pacer.close()
         connection.close()
         inbox?.close()
