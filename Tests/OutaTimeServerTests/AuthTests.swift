@@ -6,7 +6,7 @@ import OutaTimeServer
 import Testing
 
 /// Tokens and roles (contract §7), on an in-process server.
-@Suite("auth", .timeLimit(.minutes(1)))
+@Suite("auth", .timeLimit(.minutes(3)))
 struct AuthTests {
     static let tokens = [
         AccessToken(token: "watcher-secret-1885", name: "Wendy", role: .watch),

@@ -8,7 +8,7 @@ import Testing
 /// limit is `server_busy` naming the flag while existing channels go on;
 /// a channel without events, subscribers or commits in flight is forgotten
 /// from memory and from the database after the idle time.
-@Suite("channel limits", .timeLimit(.minutes(1)))
+@Suite("channel limits", .timeLimit(.minutes(3)))
 struct ChannelLimitTests {
     @Test("over --max-channels creating a channel is server_busy naming the flag; existing channels go on")
     func maxChannels() throws {
@@ -93,7 +93,7 @@ struct ChannelLimitTests {
 
 /// `list` pages with `limit` and `after`, and no page is larger than
 /// `max_frame` (protocol §6.6).
-@Suite("list paging", .timeLimit(.minutes(1)))
+@Suite("list paging", .timeLimit(.minutes(3)))
 struct ListPagingTests {
     @Test("list pages by limit and after, says next while more follow, and caps a page to fit max_frame")
     func paging() throws {

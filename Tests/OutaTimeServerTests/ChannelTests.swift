@@ -4,7 +4,7 @@ import OutaTimeProtocol
 import Testing
 
 /// Channel names, subscribe/unsubscribe and get.
-@Suite("channels", .timeLimit(.minutes(1)))
+@Suite("channels", .timeLimit(.minutes(3)))
 struct ChannelTests {
     @Test("a malformed channel name is invalid_channel for every channel op", arguments: [
         "nope", "delorean/", "delorean/a b", "delorean/\(String(repeating: "a", count: 65))",

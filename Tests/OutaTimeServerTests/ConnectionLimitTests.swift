@@ -7,7 +7,7 @@ import Testing
 /// `--max-connections` and `--max-connections-per-address`: one connection
 /// over a limit is sent `error` + `bye` `server_busy` at once and closed;
 /// the others go on; a slot frees when a client leaves.
-@Suite("connection limits", .timeLimit(.minutes(1)))
+@Suite("connection limits", .timeLimit(.minutes(3)))
 struct ConnectionLimitTests {
     /// Reads the refusal a connection over a limit gets: an `error`
     /// `server_busy` naming the flag, a `bye` `server_busy`, then the close.
@@ -92,6 +92,30 @@ struct ConnectionLimitTests {
             _ = try awaitConnections(1, stats: second)
             let next = try server.connectReady(name: "next")
             #expect(try next.request("ping").isOK)
+        }
+    }
+
+    @Test("the per-address limit counts each address apart: 127.0.0.2 connects while 127.0.0.1 is full, then fills its own")
+    func perAddressLimitIsPerAddress() throws {
+        try withTestServer({ $0.maxConnections = 100; $0.maxConnectionsPerAddress = 2 }) { server in
+            let first = try server.connectReady(name: "first")
+            let second = try server.connectReady(name: "second")
+            try expectRefused(try server.connect(), flag: "--max-connections-per-address")
+
+            // Linux answers all of 127.0.0.0/8: a second client address.
+            let other = try TestClient(port: server.port, source: "127.0.0.2")
+            try other.hello(name: "other")
+            let otherSecond = try TestClient(port: server.port, source: "127.0.0.2")
+            try otherSecond.hello(name: "other-second")
+            #expect(try other.request("ping").isOK)
+            try expectRefused(try TestClient(port: server.port, source: "127.0.0.2"), flag: "--max-connections-per-address")
+
+            let stats = try first.call("stats")
+            #expect(stats[int: "connections"] == 4)
+            #expect((stats[object: "connections_refused"]?["max_connections_per_address"] as? NSNumber)?.intValue == 2,
+                    "stats: \(stats)")
+            #expect(try second.request("ping").isOK)
+            #expect(try otherSecond.request("ping").isOK)
         }
     }
 

@@ -8,7 +8,7 @@ import Testing
 /// gathered into one summary per interval and `subscribe` lists a bounded
 /// number of watchers with the exact `watcher_count` (PROTOCOL.md
 /// "Crowded channels"). Small limits make a crowd of five.
-@Suite("crowded channel presence", .timeLimit(.minutes(1)))
+@Suite("crowded channel presence", .timeLimit(.minutes(3)))
 struct CrowdPresenceTests {
     static let channel = "starport/crowd"
 

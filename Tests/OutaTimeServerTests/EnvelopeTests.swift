@@ -4,7 +4,7 @@ import OutaTimeProtocol
 import Testing
 
 /// The request envelope: `type` and `id` handling, replies vs error pushes.
-@Suite("envelope", .timeLimit(.minutes(1)))
+@Suite("envelope", .timeLimit(.minutes(3)))
 struct EnvelopeTests {
     @Test("an unknown type is unknown_type: a reply with an id, an error push without")
     func unknownType() throws {

@@ -8,7 +8,7 @@ import Glibc
 
 /// The `outatime-server` executable as an operator runs it: flags, the
 /// listening line, signals and exit codes.
-@Suite("executable", .timeLimit(.minutes(1)))
+@Suite("executable", .timeLimit(.minutes(3)))
 struct ExecutableTests {
     @Test("the executable is built next to the tests")
     func executableExists() {

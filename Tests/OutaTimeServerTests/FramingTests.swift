@@ -5,7 +5,7 @@ import Testing
 
 /// Framing over real TCP: lengths at and past the limits, bodies that are
 /// not JSON objects, and frames split or batched across writes.
-@Suite("framing", .timeLimit(.minutes(1)))
+@Suite("framing", .timeLimit(.minutes(3)))
 struct FramingTests {
     /// A 4-byte big-endian length header.
     static func header(_ length: UInt32) -> [UInt8] {

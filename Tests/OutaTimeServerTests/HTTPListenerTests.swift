@@ -7,7 +7,7 @@ import Testing
 /// The HTTP listener (`--http`) of the real server, over TCP: `/healthz`,
 /// `/readyz`, keep-alive, refusals with their status, and no effect on the
 /// protocol listener's clients.
-@Suite("HTTP listener", .timeLimit(.minutes(1)))
+@Suite("HTTP listener", .timeLimit(.minutes(3)))
 struct HTTPListenerTests {
     struct Response {
         var status: Int
@@ -91,6 +91,38 @@ struct HTTPListenerTests {
         }
     }
 
+    @Test("over the HTTP connection cap every idle connection is either served or closed at once; protocol pings still answer")
+    func idleCrowd() throws {
+        try withTestServer(Self.configure) { server in
+            let board = try server.connectReady(name: "board")
+            let cap = ServerConfig().maxHTTPConnections
+            let crowd = try (0..<cap + 60).map { _ in try TestClient(port: server.httpPort) }
+            #expect(try board.request("ping").isOK)
+            var served = 0, closed = 0
+            for client in crowd {
+                // Sent on each in turn: a held connection answers, one over the cap was closed at accept.
+                do {
+                    try client.sendRaw(Array("GET /readyz HTTP/1.1\r\nHost: a\r\n\r\n".utf8))
+                    let bytes = try client.readSome()
+                    if bytes.isEmpty {
+                        closed += 1
+                    } else {
+                        #expect(bytes.starts(with: Array("HTTP/1.1 200 ".utf8)), "\(String(decoding: bytes, as: UTF8.self))")
+                        served += 1
+                    }
+                } catch TestClientError.timedOut(let what) {
+                    Issue.record("an HTTP connection was neither served nor closed: \(what)")
+                } catch {
+                    closed += 1
+                }
+            }
+            #expect(served == cap && closed == 60, "served \(served), closed \(closed)")
+            #expect(try board.request("ping").isOK)
+            let http = try board.call("stats")[object: "http"]
+            #expect((http?["refused_connections"] as? NSNumber)?.intValue == 60, "\(http ?? [:])")
+        }
+    }
+
     @Test("a head that does not arrive within the hello timeout gets 408 and a close")
     func slowHead() throws {
         try withTestServer({ config in
@@ -132,10 +164,82 @@ struct HTTPListenerTests {
         #expect(try operator_.request("command", add).isOK)
         #expect(try Self.get(client, "/healthz").status == 200)
     }
+
+    @Test("healthz is 503 once a command fails on a database file that cannot be written; the command got internal; 200 again after",
+          .enabled(if: ImmutableFiles.supported, "needs chattr +i (root, CAP_LINUX_IMMUTABLE, a filesystem with the attribute)"))
+    func unwritableDatabase() throws {
+        let folder = try TemporaryFolder()
+        let database = folder.path("outatime.sqlite")
+        let files = [database, database + "-wal"]
+        let server = try TestServer(databasePath: database, configure: Self.configure)
+        defer { ImmutableFiles.set(false, files); server.stop(); withExtendedLifetime(folder) {} }
+        let operator_ = try server.connectReady(name: "Doc")
+        let watcher = try server.connectReady(name: "Marty")
+        let channel = "timers/readonly"
+        let add: [String: Any] = ["channel": channel, "action": "add", "args": ["event": "check", "remaining_s": 5]]
+        try operator_.call("command", add)
+        try watcher.call("subscribe", ["channel": channel])
+        let http = try TestClient(port: server.httpPort)
+        #expect(try Self.get(http, "/healthz").status == 200)
+
+        #expect(ImmutableFiles.set(true, files))
+        let failed = try operator_.request("command", add)
+        #expect(failed.errorCode == .internal, "\(failed)")
+        #expect(failed.errorMessage?.contains("could not store the events of 'timers/readonly'") == true, "\(failed)")
+        let unhealthy = try Self.get(http, "/healthz")
+        #expect(unhealthy.status == 503, "\(unhealthy)")
+        #expect(unhealthy.body.hasPrefix("unhealthy: the store's last write failed: ") && unhealthy.body.contains("I/O error"),
+                "\(unhealthy)")
+        #expect(try Self.get(http, "/readyz").status == 200, "still running: readiness is not health")
+        let scrape = try MetricsTests.scrape(server)
+        #expect((scrape["outatime_store_writes_failed_total"] ?? 0) >= 1, "\(scrape["outatime_store_writes_failed_total"] ?? -1)")
+        // The failed command changed nothing: a get still shows one timer,
+        // and the watcher got no event.
+        #expect((try operator_.call("get", ["channel": channel])[object: "state"]?["timers"] as? [Any])?.count == 1)
+        #expect(try watcher.request("ping").isOK)
+        #expect(!watcher.pushes.contains { $0.type == "event" }, "\(watcher.pushes)")
+
+        #expect(ImmutableFiles.set(false, files))
+        #expect(try operator_.request("command", add).isOK)
+        #expect(try Self.get(http, "/healthz").status == 200)
+        #expect(try watcher.readUntil(type: "event")["event"] as? String == "timer_added")
+    }
+}
+
+/// A database file made unwritable under a running server: Linux's
+/// immutable attribute (`chattr +i`, root with CAP_LINUX_IMMUTABLE, on
+/// ext4/xfs/btrfs/tmpfs) refuses writes even through descriptors already
+/// open, where a `chmod 0444` would not (SQLite keeps its files open; the
+/// permission is checked only at open). Skipped where it is unavailable.
+enum ImmutableFiles {
+    /// Sets (or clears) the attribute on `paths`; false if chattr failed.
+    @discardableResult
+    static func set(_ immutable: Bool, _ paths: [String]) -> Bool {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/chattr")
+        process.arguments = [immutable ? "+i" : "-i"] + paths
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return false }
+        process.waitUntilExit()
+        return process.terminationStatus == 0
+    }
+
+    /// Whether an immutable file here refuses a write through a descriptor
+    /// opened before.
+    static let supported: Bool = {
+        guard let folder = try? TemporaryFolder() else { return false }
+        let path = folder.path("probe")
+        guard FileManager.default.createFile(atPath: path, contents: nil) else { return false }
+        let fd = open(path, O_WRONLY)
+        defer { close(fd) }
+        guard fd >= 0, set(true, [path]) else { return false }
+        defer { set(false, [path]) }
+        return write(fd, "x", 1) < 0
+    }()
 }
 
 /// `--http` on the real executable, and the forms it reads.
-@Suite("HTTP listener flag", .timeLimit(.minutes(1)))
+@Suite("HTTP listener flag", .timeLimit(.minutes(3)))
 struct HTTPFlagTests {
     @Test("--http 0 prints 'http listening on 127.0.0.1:PORT' after the protocol listener, and serves /readyz")
     func executable() throws {
@@ -165,7 +269,7 @@ struct HTTPFlagTests {
 
 /// `GET /metrics`, read by a real Prometheus parser (PyPI
 /// `prometheus-client`, `text_string_to_metric_families`).
-@Suite("metrics", .timeLimit(.minutes(1)))
+@Suite("metrics", .timeLimit(.minutes(3)))
 struct MetricsTests {
     /// Every sample of the scrape as `name{label=value,…}` → value, as the
     /// Python parser reads it; the test fails if the parser refuses the text.
@@ -225,13 +329,25 @@ struct MetricsTests {
             #expect(after["outatime_channels{kind=laps}"] == 1)
             #expect(after["outatime_connections"] == 1)
             #expect((after["outatime_tick_lateness_seconds_count"] ?? 0) >= 1)
+            // Group commits, measured on the writer thread: the command's
+            // (and the channel's creation) moved both histograms.
+            for name in ["outatime_store_batch_size", "outatime_store_commit_seconds"] {
+                let count = (after[name + "_count"] ?? 0) - (before[name + "_count"] ?? 0)
+                #expect(count >= 1, "\(name)_count: \(before[name + "_count"] ?? -1) → \(after[name + "_count"] ?? -1)")
+                #expect(after[name + "_bucket{le=+Inf}"] == after[name + "_count"])
+            }
+            #expect((after["outatime_store_commit_seconds_sum"] ?? 0) > (before["outatime_store_commit_seconds_sum"] ?? 0))
+            #expect((after["outatime_store_batch_size_sum"] ?? 0) >= (after["outatime_store_batch_size_count"] ?? 1))
+            #expect(after["outatime_store_writes_failed_total"] == 0)
+            #expect(after["outatime_http_requests_total"] == 2, "two scrapes, this one counted as it is answered")
+            #expect(after["outatime_hellos_failed_total"] == 0 && after["outatime_channels_refused_total"] == 0)
             #expect((after["outatime_process_resident_memory_bytes"] ?? 0) > 0)
         }
     }
 }
 
 /// `--log-format json`: one object a line, stable keys.
-@Suite("JSON logs", .timeLimit(.minutes(1)))
+@Suite("JSON logs", .timeLimit(.minutes(3)))
 struct JSONLogTests {
     @Test("every log line is one JSON object: ts, level, logger, msg first, then the metadata keys (conn.id …)")
     func jsonLines() throws {

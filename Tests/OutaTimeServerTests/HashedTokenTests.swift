@@ -7,7 +7,7 @@ import Testing
 /// Tokens given as their SHA-256 (`"sha256": "<hex>"`), so that the file
 /// need not hold them: a real server reading a real file. The digest below
 /// was printed by `printf %s lobby-board-1885 | sha256sum`.
-@Suite("hashed tokens", .timeLimit(.minutes(1)))
+@Suite("hashed tokens", .timeLimit(.minutes(3)))
 struct HashedTokenTests {
     static let lobbyDigest = "ffd144d525f2cdc3d7c55b322d3310b2f4452949c480bd736a855b5c5336f485"
 

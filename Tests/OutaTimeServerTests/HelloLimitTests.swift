@@ -8,7 +8,7 @@ import Testing
 /// the window, every `hello` from it is refused (`unauthorized`, `bye`
 /// `unauthorized`) until the window ends, even with a valid token; other
 /// addresses go on.
-@Suite("failed hello limit", .timeLimit(.minutes(1)))
+@Suite("failed hello limit", .timeLimit(.minutes(3)))
 struct HelloLimitTests {
     static let good = "operator-secret-1955"
 

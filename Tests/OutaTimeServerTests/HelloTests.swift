@@ -4,7 +4,7 @@ import OutaTimeProtocol
 import Testing
 
 /// `hello`: its result, and what happens before, instead of and after it.
-@Suite("hello", .timeLimit(.minutes(1)))
+@Suite("hello", .timeLimit(.minutes(3)))
 struct HelloTests {
     @Test("the hello result carries server, protocol, session, heartbeat, max_frame and role")
     func helloResult() throws {

@@ -7,7 +7,7 @@ import Testing
 /// characters and bytes, ids that are exact integers, and `hello` with an
 /// integer protocol other than 1. Each answer carries its stable code, and
 /// the connection (or, after a `bye`, the other clients) goes on.
-@Suite("input validation", .timeLimit(.minutes(1)))
+@Suite("input validation", .timeLimit(.minutes(3)))
 struct InputValidationTests {
     @Test("impossible times are invalid_time on every kind; nothing is stored and the connection goes on")
     func strictTimes() throws {

@@ -7,7 +7,7 @@ import Testing
 /// "Pipelining"): applied in order, committed together, answered in request
 /// order, each reply after its own commit; reads see the commands before them;
 /// a failed commit fails exactly the commands it held.
-@Suite("pipelining", .timeLimit(.minutes(1)))
+@Suite("pipelining", .timeLimit(.minutes(3)))
 struct PipeliningTests {
     /// Every frame `client` reads until the replies to `ids` have all come,
     /// and those replies in arrival order.

@@ -5,7 +5,7 @@ import Testing
 
 /// `presence` pushes: joined on subscribe, left on unsubscribe and on any
 /// kind of disconnect, sent to the other watchers only.
-@Suite("presence", .timeLimit(.minutes(1)))
+@Suite("presence", .timeLimit(.minutes(3)))
 struct PresenceTests {
     static let channel = "timers/kitchen"
 

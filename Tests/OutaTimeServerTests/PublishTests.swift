@@ -4,7 +4,7 @@ import OutaTimeProtocol
 import Testing
 
 /// `publish`: fan-out to subscribers, `delivered`, and the message push.
-@Suite("publish", .timeLimit(.minutes(1)))
+@Suite("publish", .timeLimit(.minutes(3)))
 struct PublishTests {
     static let channel = "delorean/outatime"
     static var data: [String: Any] { ["text": "Great Scott!", "gigawatts": 1.21, "tags": ["a", "b"], "none": NSNull()] }

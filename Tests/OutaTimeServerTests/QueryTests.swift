@@ -4,7 +4,7 @@ import OutaTimeProtocol
 import Testing
 
 /// The read-only queries: list, stats and history.
-@Suite("queries", .timeLimit(.minutes(1)))
+@Suite("queries", .timeLimit(.minutes(3)))
 struct QueryTests {
     @Test("list shows every channel sorted by name, with kind, seq and watcher count")
     func list() throws {

@@ -6,7 +6,7 @@ import Testing
 
 /// Reloading the tokens file without a restart (`Server.reload()`, reached
 /// in process through `ServerHandle.reload()`; SIGHUP in ExecutableTests).
-@Suite("reload", .timeLimit(.minutes(1)))
+@Suite("reload", .timeLimit(.minutes(3)))
 struct ReloadTests {
     static var wendy: [String: Any] { tokenEntry("wendy-watch-1885", "Wendy", "watch") }
     static var otto: [String: Any] { tokenEntry("otto-operate-1955", "Otto", "operate") }

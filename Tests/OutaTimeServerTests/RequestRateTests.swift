@@ -7,7 +7,7 @@ import Testing
 /// `--max-requests-per-second`: a connection over its rate has its reading
 /// paused until its next window; its requests are all answered, in order,
 /// later; other connections are unaffected.
-@Suite("request rate limit", .timeLimit(.minutes(1)))
+@Suite("request rate limit", .timeLimit(.minutes(3)))
 struct RequestRateTests {
     /// `count` pings with ids from `first` on, as one write.
     private func flood(_ client: TestClient, first: Int, count: Int) throws {

@@ -6,7 +6,7 @@ import Testing
 
 /// Tokens limited to channel patterns (`channels`), end to end: a real
 /// server reading a real tokens file.
-@Suite("scoped tokens", .timeLimit(.minutes(1)))
+@Suite("scoped tokens", .timeLimit(.minutes(3)))
 struct ScopedTokenTests {
     static var entries: [[String: Any]] { [
         tokenEntry("doc-admin-1955", "Doc Brown", "admin"),

@@ -6,7 +6,7 @@ import Testing
 
 /// In-process shutdown: every connection is told, the loop closes cleanly,
 /// and what was created survives into the next server on the same file.
-@Suite("shutdown", .timeLimit(.minutes(1)))
+@Suite("shutdown", .timeLimit(.minutes(3)))
 struct ShutdownTests {
     @Test("shutdown sends bye server_shutdown to every connection and the loop closes cleanly")
     func shutdownWithClients() throws {

@@ -7,7 +7,7 @@ import Testing
 /// `stats`' `format` field and the counters `outatime top` computes its
 /// rates from; `outatime stats --prometheus` read by PyPI
 /// `prometheus-client`'s parser and compared with a `/metrics` scrape.
-@Suite("stats formats", .timeLimit(.minutes(1)))
+@Suite("stats formats", .timeLimit(.minutes(3)))
 struct StatsFormatTests {
     /// Every sample of `text` as `name{label=value,…}` → value, as
     /// `prometheus_client.parser` reads it; fails if the parser refuses it.

@@ -7,7 +7,7 @@ import Testing
 /// A watcher that cannot keep up with ticks gets, per channel, only the
 /// newest tick waiting, never a `bye` for ticks alone (PROTOCOL.md §12);
 /// messages still count toward the slow-consumer limit.
-@Suite("tick conflation", .timeLimit(.minutes(1)))
+@Suite("tick conflation", .timeLimit(.minutes(3)))
 struct TickConflationTests {
     static let channel = "laps/conflation"
 

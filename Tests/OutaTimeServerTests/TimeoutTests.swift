@@ -4,7 +4,7 @@ import OutaTimeProtocol
 import Testing
 
 /// Idle and hello timeouts, with short settings so the tests stay fast.
-@Suite("timeouts", .timeLimit(.minutes(1)))
+@Suite("timeouts", .timeLimit(.minutes(3)))
 struct TimeoutTests {
     @Test("a silent client gets bye idle_timeout and is closed after 2 × heartbeat")
     func idleTimeout() throws {

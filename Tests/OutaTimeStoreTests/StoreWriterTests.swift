@@ -15,7 +15,7 @@ private final class WriterBox: @unchecked Sendable {
 /// The group-commit writer on a real database file. Group sizes are made
 /// deterministic with `startsPaused`: everything is submitted before the
 /// writer may run, never by sleeping.
-@Suite(.timeLimit(.minutes(1))) struct StoreWriterTests {
+@Suite(.timeLimit(.minutes(3))) struct StoreWriterTests {
     @Test func submissionsFromManyThreadsCommitAsOneGroup() throws {
         let temp = try TemporaryStore()
         let store = temp.store
@@ -30,6 +30,10 @@ private final class WriterBox: @unchecked Sendable {
         #expect(log.batches.count == 1)
         #expect(Set(log.all.map(\.ticket)) == Set(0..<100))
         #expect(log.all.allSatisfy { $0.succeeded && $0.batchSize == 100 })
+        // The group's commit time (fsync included), the same on every ticket.
+        let seconds = try #require(log.all.first?.commitSeconds)
+        #expect(seconds > 0 && seconds < 60)
+        #expect(log.all.allSatisfy { $0.commitSeconds == seconds })
         #expect(writer.stats.batchesCommitted == 1)
         #expect(writer.stats.writesCommitted == 100)
         #expect(writer.stats.largestBatch == 100)
@@ -154,6 +158,7 @@ private final class WriterBox: @unchecked Sendable {
             StoreCommit(ticket: 1, error: nil, batchSize: 1),
             StoreCommit(ticket: 2, error: .writerClosed, batchSize: 0),
         ])
+        #expect(log.all.map { $0.commitSeconds > 0 } == [true, false], "a refused submission took no commit")
         #expect(writer.stats.writesRejected == 1)
         #expect(try store.loadChannels().map(\.name) == ["laps/a"])
     }

@@ -16,6 +16,7 @@ struct OutaTimeLoad: ParsableCommand {
           outatime-load commands --port 19000 --clients 50 --duration 10
           outatime-load timers --port 19000 --timers 100000 --lists 1000
           outatime-load connections --port 19000 --connections 10000
+          outatime-load http-crowd --port 19000 --http-port 19080 --idle 10000
 
         A progress line goes to stderr once a second; the result table (or \
         --json) to stdout. Exit status 0 means every expected delivery arrived \
@@ -24,6 +25,7 @@ struct OutaTimeLoad: ParsableCommand {
         connections need `ulimit -n` above the connection count.
         """,
         version: OutaTimeVersion.versionLine,
-        subcommands: [FanoutCommand.self, CommandsCommand.self, TimersCommand.self, ConnectionsCommand.self]
+        subcommands: [FanoutCommand.self, CommandsCommand.self, TimersCommand.self, ConnectionsCommand.self,
+                      HTTPCrowdCommand.self]
     )
 }

@@ -1,16 +1,24 @@
 import Foundation
+import OutaTimeStore
 import Prometheus
 
 /// The server's figures in the Prometheus text format (`GET /metrics`),
 /// rendered by swift-prometheus. One source of truth: the counters are the
 /// ones `stats` reports (``StatsResult``), synced into the registry at
 /// each scrape (a counter moves by what it gained since the last one);
-/// tick lateness is a histogram recorded as ticks are built. No label
+/// tick lateness is a histogram recorded as ticks are built, store batch
+/// sizes and commit seconds histograms recorded as the writer's reports
+/// reach the loop (measured on the writer thread, carried in
+/// ``StoreCommit``: no lock between the threads for them). No label
 /// names a channel: the number of series does not grow with the channels.
 final class ServerMetrics {
     let registry = PrometheusCollectorRegistry()
     /// Seconds a tick was built after it was due.
     let tickLateness: ValueHistogram
+    /// Submissions the store writer took together in one group commit.
+    let storeBatchSize: ValueHistogram
+    /// Seconds one group commit took on the writer thread, fsync included.
+    let storeCommitSeconds: ValueHistogram
     /// What each synced counter showed at the last scrape.
     private var synced: [String: Int] = [:]
     private var counters: [String: Counter] = [:]
@@ -21,12 +29,28 @@ final class ServerMetrics {
             name: "outatime_tick_lateness_seconds",
             buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
             help: "How long after it was due each tick was built")
+        storeBatchSize = registry.makeValueHistogram(
+            name: "outatime_store_batch_size",
+            buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024],
+            help: "Submissions (a channel's batch of events, a creation, …) committed together in one transaction")
+        storeCommitSeconds = registry.makeValueHistogram(
+            name: "outatime_store_commit_seconds",
+            buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+            help: "How long each group commit took on the store writer thread, fsync included")
         registry.makeGauge(name: "outatime_build_info", labels: [("version", version)],
                            help: "The server's version (always 1)").set(to: 1)
     }
 
+    /// Records one group commit the writer reported (loop thread; once per
+    /// group, not per ticket). A refused submission (size 0) is not one.
+    func recordCommit(_ commit: StoreCommit) {
+        guard commit.batchSize > 0 else { return }
+        storeBatchSize.record(Double(commit.batchSize))
+        storeCommitSeconds.record(commit.commitSeconds)
+    }
+
     /// The text of one scrape.
-    func render(_ stats: StatsResult, channelsByKind: [String: Int]) -> String {
+    func render(_ stats: StatsResult, channelsByKind: [String: Int], writer: WriterStats) -> String {
         counter("outatime_connections_accepted_total", stats.connectionsAccepted, help: "Connections accepted")
         gauge("outatime_connections", stats.connections, help: "Open protocol connections")
         gauge("outatime_subscriptions", stats.subscriptions, help: "Subscriptions held")
@@ -36,6 +60,31 @@ final class ServerMetrics {
         for (reason, count) in stats.closes {
             counter("outatime_connection_closes_total", count, labels: [("reason", reason)],
                     help: "Connections closed, by reason")
+        }
+        for (limit, count) in stats.connectionsRefused {
+            counter("outatime_connections_refused_total", count, labels: [("limit", limit)],
+                    help: "Connections refused with bye server_busy, by the limit they hit")
+        }
+        for (error, count) in stats.acceptErrors {
+            counter("outatime_accept_errors_total", count, labels: [("error", error)],
+                    help: "Accepts that failed (EMFILE when descriptors run out), by error")
+        }
+        counter("outatime_hellos_failed_total", stats.hellosFailed, help: "hellos refused for a bad or missing token")
+        counter("outatime_hellos_locked_out_total", stats.hellosLockedOut,
+                help: "hellos refused because their address was locked out (--max-failed-hellos)")
+        counter("outatime_request_rate_pauses_total", stats.requestRatePauses,
+                help: "Times a connection's reading was paused (--max-requests-per-second)")
+        counter("outatime_channels_refused_total", stats.channelsRefused, help: "Channel creations refused at --max-channels")
+        counter("outatime_channels_forgotten_total", stats.channelsForgotten, help: "Idle empty channels forgotten")
+        if let http = stats.http {
+            counter("outatime_http_requests_total", http["requests"] ?? 0, help: "HTTP requests answered")
+            counter("outatime_http_refused_heads_total", http["refused_heads"] ?? 0,
+                    help: "HTTP request heads refused with a 4xx/5xx status")
+            counter("outatime_http_refused_connections_total", http["refused_connections"] ?? 0,
+                    help: "HTTP connections closed at once over the 256-connection cap")
+            counter("outatime_http_timeouts_total", http["timeouts"] ?? 0,
+                    help: "HTTP connections closed for no complete head within the hello timeout")
+            gauge("outatime_http_connections", http["open"] ?? 0, help: "Open HTTP connections")
         }
         counter("outatime_frames_in_total", stats.framesIn, help: "Frames received")
         counter("outatime_frames_out_total", stats.framesOut, help: "Frames sent")
@@ -47,6 +96,8 @@ final class ServerMetrics {
         counter("outatime_commands_total", stats.commands, help: "Commands run against a channel's state")
         counter("outatime_store_batches_total", stats.storeBatches, help: "Group commits")
         gauge("outatime_store_backlog", stats.storeBacklog, help: "Writes waiting for the store writer")
+        counter("outatime_store_writes_failed_total", writer.writesFailed,
+                help: "Store submissions that failed (their commands were answered internal)")
         counter("outatime_ticks_total", stats.ticks, help: "Tick pushes built")
         counter("outatime_ticks_late_total", stats.ticksLate, help: "Ticks built more than 50 ms after they were due")
         counter("outatime_ticks_conflated_total", stats.ticksConflated,

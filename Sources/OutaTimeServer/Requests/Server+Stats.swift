@@ -36,6 +36,6 @@ extension Server {
         for channel in channels.values where channel.pipeline.isDurable {
             byKind[channel.name.kind.rawValue, default: 0] += 1
         }
-        return metrics.render(statsResult(), channelsByKind: byKind)
+        return metrics.render(statsResult(), channelsByKind: byKind, writer: writer.stats)
     }
 }

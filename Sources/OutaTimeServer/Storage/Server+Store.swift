@@ -26,6 +26,8 @@ extension Server {
 
     /// The writer's outcomes, in submission order.
     func storeCommitted(_ commits: [StoreCommit]) {
+        // One report is one group: its size and time are on every ticket.
+        if config.http != nil, let group = commits.first { metrics.recordCommit(group) }
         for commit in commits {
             guard let purpose = pendingWrites.removeValue(forKey: commit.ticket) else { continue }
             if let failure = commit.error {

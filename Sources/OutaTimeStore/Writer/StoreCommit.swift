@@ -10,16 +10,29 @@ public struct StoreCommit: Sendable, Equatable {
     /// How many submissions the writer took together in the group this one
     /// was part of (0 for a submission refused because the writer is closed).
     public var batchSize: Int
+    /// Seconds the writer thread spent committing the group, fsync (and any
+    /// one-by-one retry) included; the same for every ticket of the group,
+    /// 0 for a submission refused because the writer is closed. Measured
+    /// on the writer thread and carried here, so the loop records it
+    /// without a lock of its own.
+    public var commitSeconds: Double
 
     /// Creates an outcome.
-    public init(ticket: UInt64, error: StoreFailure?, batchSize: Int) {
+    public init(ticket: UInt64, error: StoreFailure?, batchSize: Int, commitSeconds: Double = 0) {
         self.ticket = ticket
         self.error = error
         self.batchSize = batchSize
+        self.commitSeconds = commitSeconds
     }
 
     /// True when the submission is committed.
     public var succeeded: Bool { error == nil }
+
+    /// Equal outcomes: the same ticket, error and group size. The time
+    /// taken is a measurement, not part of the outcome.
+    public static func == (lhs: StoreCommit, rhs: StoreCommit) -> Bool {
+        lhs.ticket == rhs.ticket && lhs.error == rhs.error && lhs.batchSize == rhs.batchSize
+    }
 }
 
 /// Why a write (or a read) failed: typed, so that the loop thread can tell

@@ -103,8 +103,11 @@ private struct WriterLoop: Sendable {
     func run() {
         while let batch = inbox.next() {
             let started = DispatchTime.now().uptimeNanoseconds
-            let (commits, foldDue) = commit(batch)
-            inbox.recordCommitTime(nanoseconds: DispatchTime.now().uptimeNanoseconds &- started)
+            var (commits, foldDue) = commit(batch)
+            let nanoseconds = DispatchTime.now().uptimeNanoseconds &- started
+            inbox.recordCommitTime(nanoseconds: nanoseconds)
+            let seconds = Double(nanoseconds) / 1e9
+            for index in commits.indices { commits[index].commitSeconds = seconds }
             onCommit(commits)
             // After reporting: the commands of this group are answered
             // without waiting for the fold. A failed fold is made again at

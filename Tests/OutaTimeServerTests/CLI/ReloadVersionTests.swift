@@ -9,7 +9,7 @@ import Glibc
 /// The executables as an operator meets them: `--version`, a tokens file
 /// refused at start, and SIGHUP reloading the tokens file of a running
 /// `outatime-server`.
-@Suite("executable reload and version", .timeLimit(.minutes(1)))
+@Suite("executable reload and version", .timeLimit(.minutes(3)))
 struct ReloadVersionTests {
     @Test("every binary answers --version with the one version line", arguments: ["outatime-server", "outatime", "outatime-load"])
     func version(tool: String) throws {

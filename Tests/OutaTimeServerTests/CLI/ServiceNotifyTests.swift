@@ -10,7 +10,7 @@ import Glibc
 /// The executable under systemd `Type=notify`: the test binds the
 /// notification socket as systemd does and starts the real
 /// `outatime-server` with `NOTIFY_SOCKET` pointing at it.
-@Suite("systemd notifications", .timeLimit(.minutes(1)))
+@Suite("systemd notifications", .timeLimit(.minutes(3)))
 struct ServiceNotifyTests {
     @Test("READY=1 once listening, RELOADING=1 then READY=1 around SIGHUP, STOPPING=1 on SIGTERM")
     func lifecycle() throws {

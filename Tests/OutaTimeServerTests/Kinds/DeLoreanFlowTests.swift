@@ -6,7 +6,7 @@ import Testing
 
 /// `delorean/<car>` over TCP: a whole trip as two subscribers see it, and
 /// the action errors (domain.md, "delorean/<car>").
-@Suite("delorean flow", .timeLimit(.minutes(1)))
+@Suite("delorean flow", .timeLimit(.minutes(3)))
 struct DeLoreanFlowTests {
     static let channel = "delorean/outatime"
     static let destination = "1955-11-05T06:00:00Z"

@@ -11,7 +11,7 @@ import Darwin
 
 /// `laps/<session>` over TCP: start/lap/stop/reset rules, ticks, times that
 /// continue after a stop, and the lap statistics (domain.md, "laps/<session>").
-@Suite("lap flow", .timeLimit(.minutes(1)))
+@Suite("lap flow", .timeLimit(.minutes(3)))
 struct LapFlowTests {
     static let channel = "laps/track_2"
 

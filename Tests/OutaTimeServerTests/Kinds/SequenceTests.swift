@@ -5,7 +5,7 @@ import Testing
 
 /// seq, ordering, `history` paging and `since` recovery with real actions
 /// (PROTOCOL.md §5, §8, §9).
-@Suite("sequence and recovery", .timeLimit(.minutes(1)))
+@Suite("sequence and recovery", .timeLimit(.minutes(3)))
 struct SequenceTests {
     static let channel = "timers/seq"
 

@@ -7,7 +7,7 @@ import Testing
 /// `starport/<board>` over TCP: read-only actions for watchers, quotes and
 /// their errors, dispatches moved along by the server's clock, cancels
 /// (domain.md, "starport/<board>").
-@Suite("starport flow", .timeLimit(.minutes(1)))
+@Suite("starport flow", .timeLimit(.minutes(3)))
 struct StarportFlowTests {
     static let channel = "starport/hill-valley"
     static let tokens = [

@@ -6,7 +6,7 @@ import Testing
 
 /// `timers/<list>` over TCP: countdown precision, ticks, viewers that pause
 /// the countdown by leaving, and the action errors (domain.md, "timers/<list>").
-@Suite("timer flow", .timeLimit(.minutes(1)))
+@Suite("timer flow", .timeLimit(.minutes(3)))
 struct TimerFlowTests {
     static let channel = "timers/1955"
 

@@ -27,13 +27,23 @@ final class ServerProcess {
     var databasePath: String { folder.path("outatime.sqlite") }
 
     /// Starts the executable with `arguments`; `--db` is added unless given.
-    /// `environment` is added to the test's own.
-    init(_ arguments: [String], environment: [String: String] = [:]) throws {
-        folder = try TemporaryFolder()
-        stderrPath = folder.path("stderr.txt")
+    /// `launcher` runs it (a command that execs its arguments, so the process
+    /// id stays the server's): util-linux `prlimit --nofile=N:N --`, or
+    /// `setpriv --reuid=… --`. `executable` replaces the built one (a copy
+    /// another user may run). `environment` is added to the test's own.
+    init(_ arguments: [String], launcher: [String] = [], executable: URL = ServerProcess.executableURL,
+         folder: TemporaryFolder? = nil, environment: [String: String] = [:]) throws {
+        self.folder = try folder ?? TemporaryFolder()
+        stderrPath = self.folder.path("stderr-\(UUID().uuidString.prefix(8)).txt")
         _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
-        process.executableURL = ServerProcess.executableURL
-        process.arguments = arguments.contains("--db") ? arguments : arguments + ["--db", folder.path("outatime.sqlite")]
+        let serverArguments = arguments.contains("--db") ? arguments : arguments + ["--db", self.folder.path("outatime.sqlite")]
+        if let program = launcher.first {
+            process.executableURL = URL(fileURLWithPath: program)
+            process.arguments = Array(launcher.dropFirst()) + [executable.path] + serverArguments
+        } else {
+            process.executableURL = executable
+            process.arguments = serverArguments
+        }
         process.standardOutput = stdout
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
         process.standardInput = FileHandle.nullDevice
