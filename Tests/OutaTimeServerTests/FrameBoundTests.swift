@@ -168,6 +168,45 @@ struct FrameBoundTests {
         #expect(try client.request("command", add).isOK)
     }
 
+    @Test("at the default limit a list of 10,000 timers works; the 10,001st is refused; recovery of 10,000 events fits")
+    func tenThousandTimers() throws {
+        try withTestServer({ $0.maxRequestsPerSecond = 0; $0.historyLimit = 20_000 }) { server in
+            let client = try server.connectReady(name: "Doc")
+            let channel = "timers/ten-thousand"
+            var id = 1_000
+            for _ in 0..<10 {
+                let batch = (0..<1_000).map { index -> [String: Any] in
+                    id += 1
+                    return ["type": "command", "id": id, "channel": channel, "action": "add",
+                            "args": ["event": "Clock tower \(id)", "location": "Hill Valley", "remaining_s": 600]]
+                }
+                try client.sendFrames(batch)
+                #expect(try client.readReply(id: id, timeout: 30).isOK)
+                #expect(!client.pushes.contains { $0["ok"] as? Bool == false }, "a refused add")
+                client.pushes.removeAll()
+            }
+            let list = try client.call("get", ["channel": channel])
+            #expect((list[object: "state"]?["timers"] as? [Any])?.count == 10_000)
+            #expect(list[int: "seq"] == 10_000)
+            #expect(client.lastFrameBytes < 10_000 * FrameBounds.maxItemBytes)
+            let refused = try client.request("command", ["channel": channel, "action": "add",
+                                                         "args": ["event": "one more", "remaining_s": 1]])
+            #expect(refused.errorCode == .channelFull)
+            #expect(refused.errorMessage?.contains("--max-channel-items 10000") == true)
+
+            // 10,001 events: since 1 recovers the last 10,000 events; since 0 gets the state.
+            #expect(try client.request("command", ["channel": channel, "action": "remove", "args": ["id": 1]]).isOK)
+            let recovered = try client.call("subscribe", ["channel": channel, "since": 1])
+            #expect(recovered["recovered"] as? Bool == true)
+            #expect((recovered["events"] as? [Any])?.count == 10_000)
+            #expect(client.lastFrameBytes < 10_000 * FrameBounds.maxHistoryEntryBytes)
+            let other = try server.connectReady(name: "Marty")
+            let full = try other.call("subscribe", ["channel": channel, "since": 0])
+            #expect(full["recovered"] as? Bool == false)
+            #expect((full[object: "state"]?["timers"] as? [Any])?.count == 9_999)
+        }
+    }
+
     // MARK: Free text
 
     @Test("control characters (C0, DEL, C1) in free text are refused, naming the field and the code point")
