@@ -237,6 +237,22 @@ struct FrameBoundTests {
         }
     }
 
+    @Test("a tokens file whose display name is too long or holds a control character is refused")
+    func tokensFileNames() throws {
+        let folder = try TemporaryFolder()
+        for (name, problem) in [(String(repeating: "n", count: 101), "at most 100 characters"),
+                                ("Doc\u{1B}[2J", "U+001B at character 4")] {
+            let path = folder.path("tokens.json")
+            let entries: [[String: Any]] = [["token": "t0ken", "name": name, "role": "operate"]]
+            try JSONSerialization.data(withJSONObject: entries).write(to: URL(fileURLWithPath: path))
+            #expect {
+                _ = try TokenTable.load(from: path)
+            } throws: { error in
+                "\(error)".contains(problem)
+            }
+        }
+    }
+
     // MARK: Large replies and publish
 
     @Test("a snapshot larger than the slow-consumer limit is delivered; the connection stays")
