@@ -168,7 +168,13 @@ struct FrameBoundTests {
         #expect(try client.request("command", add).isOK)
     }
 
-    @Test("at the default limit a list of 10,000 timers works; the 10,001st is refused; recovery of 10,000 events fits")
+    /// Opt-in (`OUTATIME_SCALE_TESTS=1`): about 4 s alone, but 10,000
+    /// commits hold a test thread long enough in the parallel full run to
+    /// push other suites past their time limits. docs/BENCHMARKS.md,
+    /// "Frame bounds at the default limit", records its run.
+    @Test("at the default limit a list of 10,000 timers works; the 10,001st is refused; recovery of 10,000 events fits",
+          .enabled(if: ProcessInfo.processInfo.environment["OUTATIME_SCALE_TESTS"] == "1",
+                   "set OUTATIME_SCALE_TESTS=1 to run"))
     func tenThousandTimers() throws {
         try withTestServer({ $0.maxRequestsPerSecond = 0; $0.historyLimit = 20_000 }) { server in
             let client = try server.connectReady(name: "Doc")
@@ -189,6 +195,7 @@ struct FrameBoundTests {
             #expect((list[object: "state"]?["timers"] as? [Any])?.count == 10_000)
             #expect(list[int: "seq"] == 10_000)
             #expect(client.lastFrameBytes < 10_000 * FrameBounds.maxItemBytes)
+            let snapshotBytes = client.lastFrameBytes
             let refused = try client.request("command", ["channel": channel, "action": "add",
                                                          "args": ["event": "one more", "remaining_s": 1]])
             #expect(refused.errorCode == .channelFull)
@@ -200,6 +207,7 @@ struct FrameBoundTests {
             #expect(recovered["recovered"] as? Bool == true)
             #expect((recovered["events"] as? [Any])?.count == 10_000)
             #expect(client.lastFrameBytes < 10_000 * FrameBounds.maxHistoryEntryBytes)
+            print("10,000 timers: get reply \(snapshotBytes) bytes; recovery of 10,000 events \(client.lastFrameBytes) bytes")
             let other = try server.connectReady(name: "Marty")
             let full = try other.call("subscribe", ["channel": channel, "since": 0])
             #expect(full["recovered"] as? Bool == false)
