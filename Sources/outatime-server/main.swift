@@ -75,7 +75,10 @@ struct OutaTimeServerCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Heartbeat interval clients must keep; silence for twice as long closes the connection.", valueName: "ms"))
     var heartbeatMs = 15_000
 
-    @Option(help: ArgumentHelp("Largest frame body accepted from a client, in bytes.", valueName: "bytes"))
+    @Option(help: ArgumentHelp("""
+        Largest frame body accepted from a client, in bytes (64…\(FrameBounds.maxMaxFrame): a published \
+        message, written again for its subscribers, must fit the 16 MiB frame a client accepts).
+        """, valueName: "bytes"))
     var maxFrame = 65_536
 
     @Option(help: ArgumentHelp("DeLorean acceleration tick interval (1 mph per tick).", valueName: "ms"))
@@ -118,6 +121,14 @@ struct OutaTimeServerCommand: ParsableCommand {
         channels go on.
         """, valueName: "n"))
     var maxChannels = 100_000
+
+    @Option(help: ArgumentHelp("""
+        Items one channel may hold: timers of a list, dispatches of a board, laps of a stopwatch. \
+        An action that would add one more is refused 'channel_full'; a channel stored with more \
+        (under a higher limit) still loads and is read, only its growth is refused. At most \
+        \(FrameBounds.maxChannelItems), so that every snapshot fits the 16 MiB frame a client accepts.
+        """, valueName: "n"))
+    var maxChannelItems = 10_000
 
     @Option(help: ArgumentHelp("""
         Seconds after which a channel without events, subscribers or commits in flight \
@@ -184,6 +195,7 @@ struct OutaTimeServerCommand: ParsableCommand {
         if let maxConnections { config.maxConnections = maxConnections }
         config.maxConnectionsPerAddress = maxConnectionsPerAddress
         config.maxChannels = maxChannels
+        config.maxChannelItems = maxChannelItems
         config.maxFailedHellos = maxFailedHellos
         config.maxRequestsPerSecond = maxRequestsPerSecond
         guard (1...31_536_000).contains(idleChannelS) else {

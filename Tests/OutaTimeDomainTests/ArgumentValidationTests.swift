@@ -92,7 +92,7 @@ struct ArgumentValidationTests {
     static let stringArguments: [(kind: ChannelKind, action: String, key: String, limit: Int, others: [String: JSONValue])] = [
         (.timers, "add", "event", 100, ["remaining_s": .int(60)]),
         (.timers, "add", "location", 100, ["event": .string("x"), "remaining_s": .int(60)]),
-        (.starport, "dispatch", "note", 200, ["model": .string("SWingV2"), "path": .string("AB")]),
+        (.starport, "dispatch", "note", 100, ["model": .string("SWingV2"), "path": .string("AB")]),
     ]
 
     @Test("every bounded string is bounded in characters and in UTF-8 bytes", arguments: stringArguments.indices)

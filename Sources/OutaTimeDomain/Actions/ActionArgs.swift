@@ -23,17 +23,21 @@ public struct ActionArgs: Sendable, Equatable {
     public func has(_ key: String) -> Bool { value(key) != nil }
 
     /// A required string of `length` characters and at most 4 × its upper
-    /// bound bytes of UTF-8 (``TextLength``).
-    public func string(_ key: String, length: ClosedRange<Int> = 0...Int.max) throws(ProtocolError) -> String {
-        guard let text = try optionalString(key, length: length) else {
+    /// bound bytes of UTF-8 (``TextLength``); `freeText` as in
+    /// ``optionalString(_:length:freeText:)``.
+    public func string(_ key: String, length: ClosedRange<Int> = 0...Int.max, freeText: Bool = false) throws(ProtocolError) -> String {
+        guard let text = try optionalString(key, length: length, freeText: freeText) else {
             throw ProtocolError(.invalidArgs, "argument '\(key)' is required (a string\(TextLength(characters: length).describedRule))")
         }
         return text
     }
 
     /// An optional string of `length` characters and at most 4 × its upper
-    /// bound bytes of UTF-8 (``TextLength``).
-    public func optionalString(_ key: String, length: ClosedRange<Int> = 0...Int.max) throws(ProtocolError) -> String? {
+    /// bound bytes of UTF-8 (``TextLength``). `freeText` (a timer's `event`,
+    /// a dispatch's `note`) may hold no control character: `invalid_args`
+    /// naming the argument and the code point
+    /// (``TextLength/firstControlCharacter(in:)``).
+    public func optionalString(_ key: String, length: ClosedRange<Int> = 0...Int.max, freeText: Bool = false) throws(ProtocolError) -> String? {
         guard let value = value(key) else { return nil }
         let rule = TextLength(characters: length)
         guard case .string(let text) = value else {
@@ -42,6 +46,9 @@ public struct ActionArgs: Sendable, Equatable {
         guard rule.allows(text) else {
             throw ProtocolError(.invalidArgs,
                 "argument '\(key)' must be a string\(rule.describedRule), got \(TextLength.measure(text))")
+        }
+        if freeText, let found = TextLength.firstControlCharacter(in: text) {
+            throw ProtocolError(.invalidArgs, "argument '\(key)' \(TextLength.controlProblem(found))")
         }
         return text
     }

@@ -10,12 +10,17 @@ public struct ActionContext: Sendable, Equatable {
     public var session: String
     /// The acting operator's display name (e.g. a dispatch's `created_by`).
     public var actor: String
+    /// How many items (timers, dispatches, laps) the channel may hold: an
+    /// action that would add one more is refused with `channel_full`.
+    public var itemLimit: ItemLimit
 
     /// Creates a context.
-    public init(now: Date, session: String = "test-session", actor: String = "tester") {
+    public init(now: Date, session: String = "test-session", actor: String = "tester",
+                itemLimit: ItemLimit = .unlimited) {
         self.now = now
         self.session = session
         self.actor = actor
+        self.itemLimit = itemLimit
     }
 }
 

@@ -32,6 +32,21 @@ public protocol ChannelBehaviour: Sendable, Codable {
     /// after a restart, client-side recovery).
     mutating func apply(_ event: DomainEvent, at time: Date)
 
+    /// How many items the state holds — timers, dispatches, laps — the
+    /// count ``ActionContext/itemLimit`` bounds. 0 for a kind without items.
+    var itemCount: Int { get }
+
+    /// The most bytes one item takes in the JSON of a snapshot, its comma
+    /// included, when its text keeps the text rules (``TextLength``, no
+    /// control characters): the figure PROTOCOL.md §11's proof that no
+    /// snapshot exceeds 16 MiB rests on. Tests build the worst case of each
+    /// kind and check it against this. 0 for a kind without items.
+    static var maxItemBytes: Int { get }
+
+    /// The most bytes the `data` of one of the kind's events takes, by the
+    /// same rules: bounds a `history` page and a recovery's `events`.
+    static var maxEventDataBytes: Int { get }
+
     /// The `state` sent to clients, with live values as of `now`, typed:
     /// the server encodes it straight into the `subscribe` or `get` reply
     /// (``snapshot(at:)`` gives the same as a value).
@@ -95,6 +110,12 @@ extension ChannelBehaviour {
 
     /// No viewer actions.
     public static var viewerActions: Set<String> { [] }
+
+    /// No items.
+    public var itemCount: Int { 0 }
+
+    /// No items.
+    public static var maxItemBytes: Int { 0 }
 
     /// No clock.
     public func clockPlan(_ intervals: TickIntervals) -> ClockPlan { .idle }

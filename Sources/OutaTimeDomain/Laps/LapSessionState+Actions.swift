@@ -27,7 +27,9 @@ extension LapSessionState: ChannelBehaviour {
         switch action {
         case "start": events = try start(at: now)
         case "stop": events = try stop(at: now)
-        case "lap": events = try lap(at: now)
+        case "lap":
+            events = try lap(at: now)
+            try context.itemLimit.checkRoom(holding: laps.count, of: "laps", remedy: "stop and reset the stopwatch first")
         case "reset": events = try reset()
         default: throw Self.unknownAction(action, kind: .laps)
         }

@@ -4,8 +4,11 @@ import OutaTimeProtocol
 /// The `starport` actions (domain.md): `catalog` and `quote` read, `dispatch`
 /// and `cancel` change the board through events (see `StarportState+Events`).
 extension StarportState: ChannelBehaviour {
-    /// The longest `note` a dispatch accepts, in characters.
-    public static let maxNoteLength = 200
+    /// The longest `note` a dispatch accepts, in characters: 100, like a
+    /// timer's `event`, so that a board of `--max-channel-items` worst-case
+    /// dispatches fits the 16 MiB a client accepts (PROTOCOL.md §11,
+    /// "Frame bounds"; it was 200).
+    public static let maxNoteLength = 100
 
     /// `catalog` and `quote` are read-only (allowed to `watch`); `dispatch`
     /// and `cancel` need `operate`.
@@ -56,7 +59,7 @@ extension StarportState: ChannelBehaviour {
         let model = try args.string("model")
         let path = try args.string("path")
         let departsAt = try args.optionalTime("departs_at") ?? context.now
-        let note = try args.optionalString("note", length: 0...Self.maxNoteLength)
+        let note = try args.optionalString("note", length: 0...Self.maxNoteLength, freeText: true)
         let quote = try Starport.quote(model: model, path: path)
         // Every stored time must read back (ISOTime: years 0000…9999).
         let arrival = departsAt.timeIntervalSince1970.rounded(.down) + TimeInterval(quote.wholeDurationS)
@@ -64,6 +67,9 @@ extension StarportState: ChannelBehaviour {
             throw ProtocolError(.invalidTime,
                 "argument 'departs_at' \(ISOTime.format(departsAt)) is too late: the flight of \(quote.wholeDurationS) s would land after 9999-12-31T23:59:59Z, the last time the server keeps")
         }
+        // Dispatches are never removed: a full board stays full.
+        try context.itemLimit.checkRoom(holding: dispatches.count, of: "dispatches",
+                                        remedy: "dispatches are kept for good, so use another board")
         let dispatch = Dispatch(
             id: nextID, quote: quote, departsAt: departsAt,
             createdBy: context.actor.isEmpty ? nil : context.actor, note: note)

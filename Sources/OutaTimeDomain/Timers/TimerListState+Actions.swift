@@ -34,12 +34,13 @@ extension TimerListState: ChannelBehaviour {
     }
 
     private mutating func add(_ args: ActionArgs, _ context: ActionContext) throws(ProtocolError) -> ActionOutcome {
-        let event = try args.string("event", length: 1...Self.maxTextLength)
-        let location = try args.optionalString("location", length: 0...Self.maxTextLength) ?? ""
+        let event = try args.string("event", length: 1...Self.maxTextLength, freeText: true)
+        let location = try args.optionalString("location", length: 0...Self.maxTextLength, freeText: true) ?? ""
         guard let remaining = try Self.remainingArgument(args, now: context.now) else {
             throw ProtocolError(.invalidArgs,
                 "add needs exactly one of 'remaining_s' (whole seconds ≥ 0) and 'at' (an ISO 8601 time), got neither")
         }
+        try context.itemLimit.checkRoom(holding: list.count, of: "timers", remedy: "remove a timer first")
         // 0 left means the moment has come: finished, like an `at` in the past.
         let timer = CountdownTimer(id: nextID, event: event, location: location, remainingS: remaining,
                                    status: remaining == 0 ? .finished : .stopped)
@@ -49,8 +50,8 @@ extension TimerListState: ChannelBehaviour {
 
     private mutating func update(_ args: ActionArgs, _ context: ActionContext) throws(ProtocolError) -> ActionOutcome {
         let position = try existingTimer(args)
-        let event = try args.optionalString("event", length: 1...Self.maxTextLength)
-        let location = try args.optionalString("location", length: 0...Self.maxTextLength)
+        let event = try args.optionalString("event", length: 1...Self.maxTextLength, freeText: true)
+        let location = try args.optionalString("location", length: 0...Self.maxTextLength, freeText: true)
         let remaining = try Self.remainingArgument(args, now: context.now)
         guard event != nil || location != nil || remaining != nil else {
             throw ProtocolError(.invalidArgs,

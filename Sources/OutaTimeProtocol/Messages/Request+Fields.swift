@@ -18,8 +18,10 @@ extension Request {
     }
 
     /// An optional string field, when given at most `maxLength` characters
-    /// and 4 × `maxLength` bytes of UTF-8 (``TextLength``).
-    public func optionalString(_ key: String, maxLength: Int? = nil) throws(ProtocolError) -> String? {
+    /// and 4 × `maxLength` bytes of UTF-8 (``TextLength``). `freeText`
+    /// fields (display names) may hold no control character
+    /// (``TextLength/firstControlCharacter(in:)``).
+    public func optionalString(_ key: String, maxLength: Int? = nil, freeText: Bool = false) throws(ProtocolError) -> String? {
         guard let value = present(key) else { return nil }
         let length = maxLength.map { TextLength(max: $0) }
         let allowed = length.map { "a string \($0.rule)" } ?? "a string"
@@ -28,6 +30,9 @@ extension Request {
         }
         if let length, !length.allows(text) {
             throw ProtocolError(.invalidRequest, "field '\(key)' must be \(allowed), got one of \(TextLength.measure(text))")
+        }
+        if freeText, let found = TextLength.firstControlCharacter(in: text) {
+            throw ProtocolError(.invalidRequest, "field '\(key)' \(TextLength.controlProblem(found))")
         }
         return text
     }

@@ -42,6 +42,9 @@ public enum ErrorCode: String, Sendable, Codable, CaseIterable {
     case notFound = "not_found"
     /// The action is not allowed in the current state.
     case conflict
+    /// The action would add an item (a timer, a dispatch, a lap) to a
+    /// channel that holds the most the server allows (`--max-channel-items`).
+    case channelFull = "channel_full"
 
     // Domain
     /// A starport ship model that is not in the catalog.

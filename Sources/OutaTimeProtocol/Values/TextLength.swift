@@ -59,6 +59,39 @@ public struct TextLength: Sendable, Equatable {
         return "\(characters) character\(characters == 1 ? "" : "s") and \(bytes) byte\(bytes == 1 ? "" : "s")"
     }
 
+    /// The first control character of `text` and its 1-based position in
+    /// characters, or nil when it has none. Free text (a display name, a
+    /// timer's `event` and `location`, a dispatch's `note`) may hold none:
+    /// C0 (U+0000–U+001F), DEL (U+007F) and C1 (U+0080–U+009F). They have
+    /// no place in a one-line label, a terminal shows them as commands, and
+    /// JSON writes each C0 one as six bytes (`\u0001`), which would break
+    /// the frame-size proof (PROTOCOL.md §11, "Frame bounds"): without them a
+    /// string of N characters and 4 × N bytes encodes in at most 5 × N + 2
+    /// bytes (only `"` and `\` are escaped, and a character holds at most
+    /// one of them).
+    public static func firstControlCharacter(in text: String) -> (scalar: Unicode.Scalar, position: Int)? {
+        // Fast path: no byte that can start a control character.
+        guard text.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == 0xC2 }) else { return nil }
+        for (offset, character) in text.enumerated() {
+            if let scalar = character.unicodeScalars.first(where: isControl) { return (scalar, offset + 1) }
+        }
+        return nil
+    }
+
+    /// C0, DEL or C1.
+    public static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
+    }
+
+    /// The control-character rule in words, for error messages: `must not
+    /// contain control characters (U+0000–U+001F, U+007F–U+009F), got
+    /// U+000A at character 3`.
+    public static func controlProblem(_ found: (scalar: Unicode.Scalar, position: Int)) -> String {
+        let code = String(found.scalar.value, radix: 16, uppercase: true)
+        let padded = String(repeating: "0", count: max(0, 4 - code.count)) + code
+        return "must not contain control characters (U+0000–U+001F, U+007F–U+009F), got U+\(padded) at character \(found.position)"
+    }
+
     /// Quotes client text for an error message: `'text'`, or its first
     /// `limit` Unicode scalars then `…'` and its length. Cut by scalars, not
     /// characters, so one character of thousands of combining marks cannot

@@ -49,6 +49,9 @@ public struct AccessToken: Sendable, Equatable {
 
     /// The keys an entry may have. Any other key is refused rather than
     /// ignored: a misspelt `"channel"` must not silently grant every channel.
+    /// The longest display name, in characters (as hello's `name`).
+    static let maxNameLength = 100
+
     static let keys = ["token", "sha256", "certificate_subject", "name", "role", "channels"]
 
     /// Reads one entry of a tokens file. The problem says what is wrong
@@ -62,6 +65,17 @@ public struct AccessToken: Sendable, Equatable {
         }
         guard case .string(let name)? = fields["name"] else {
             throw EntryProblem(name: nil, problem: "'name' (the display name) is missing or not a string")
+        }
+        // The display name follows hello's `name` rule: it is shown to
+        // watchers and becomes a dispatch's `created_by`, so it counts in
+        // the frame-size proof (PROTOCOL.md §11, "Frame bounds").
+        let nameRule = TextLength(max: Self.maxNameLength)
+        guard nameRule.allows(name) else {
+            throw EntryProblem(name: String(name.unicodeScalars.prefix(40).map(Character.init)),
+                               problem: "'name' must be a string \(nameRule.rule), got one of \(TextLength.measure(name))")
+        }
+        if let found = TextLength.firstControlCharacter(in: name) {
+            throw EntryProblem(name: nil, problem: "'name' \(TextLength.controlProblem(found))")
         }
         func fail(_ problem: String) -> EntryProblem {
             EntryProblem(name: name, problem: problem)

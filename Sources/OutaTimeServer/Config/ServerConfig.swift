@@ -73,6 +73,13 @@ public struct ServerConfig: Sendable {
     /// existing channels go on. Each channel costs about 0.5 KiB of memory
     /// and 0.3 KiB of disk before its first event.
     public var maxChannels = 100_000
+    /// Items one channel may hold: timers of a list, dispatches of a board,
+    /// laps of a stopwatch. An action that would add one more is refused
+    /// with `channel_full` naming `--max-channel-items`; a channel stored
+    /// with more (under a higher limit) still loads and is read, and only
+    /// its growth is refused. At most ``FrameBounds/maxChannelItems``, so
+    /// that every snapshot fits the 16 MiB frame a client accepts.
+    public var maxChannelItems = 10_000
     /// A channel without events (seq 0), subscribers or commits in flight
     /// is forgotten — dropped from memory and from the database — once it
     /// has been so for this long. It comes back, new, when next named.
@@ -154,7 +161,9 @@ public struct ServerConfig: Sendable {
         }
         try require((0...65535).contains(port), "--port \(port) is not a TCP port (0…65535; 0 picks a free port)")
         try require(heartbeatMs >= 10, "--heartbeat-ms \(heartbeatMs) is too small (at least 10)")
-        try require((64...16 << 20).contains(maxFrame), "--max-frame \(maxFrame) is out of range (64…16777216 bytes)")
+        try require((64...FrameBounds.maxMaxFrame).contains(maxFrame),
+                    "--max-frame \(maxFrame) is out of range (64…\(FrameBounds.maxMaxFrame) bytes: a published message "
+                        + "re-encoded for its subscribers must fit the 16 MiB frame a client accepts)")
         try require(deloreanTickMs >= 1, "--delorean-tick-ms \(deloreanTickMs) must be at least 1")
         try require(lapTickMs >= 1, "--lap-tick-ms \(lapTickMs) must be at least 1")
         try require((0...100_000).contains(flushIntervalMicroseconds),
@@ -165,6 +174,9 @@ public struct ServerConfig: Sendable {
         try require(maxConnectionsPerAddress >= 1,
                     "--max-connections-per-address \(maxConnectionsPerAddress) must be at least 1")
         try require(maxChannels >= 1, "--max-channels \(maxChannels) must be at least 1")
+        try require((1...FrameBounds.maxChannelItems).contains(maxChannelItems),
+                    "--max-channel-items \(maxChannelItems) is out of range (1…\(FrameBounds.maxChannelItems): above it, "
+                        + "a snapshot of worst-case items could exceed the 16 MiB frame a client accepts)")
         try require((1...(1_000 * 31_536_000)).contains(idleChannelMs),
                     "--idle-channel-s is out of range (1…31536000 seconds), got \(idleChannelMs) ms")
         try require(maxFailedHellos >= 0, "--max-failed-hellos \(maxFailedHellos) must be at least 0 (0: no limit)")

@@ -116,6 +116,8 @@ extension Server {
             channelsRefused: counters.channelsRefused,
             channelsForgotten: counters.channelsForgotten,
             maxChannels: config.maxChannels,
+            channelItemsRefused: counters.channelItemsRefused,
+            maxChannelItems: config.maxChannelItems,
             http: config.http == nil ? nil : [
                 "requests": counters.httpRequests, "refused_heads": counters.httpRefusedHeads,
                 "refused_connections": counters.httpRefused, "timeouts": counters.httpTimeouts,

@@ -27,8 +27,15 @@ extension Server {
         guard channel.pipeline.isDurable else { return .retry(channel) }
         counters.commands += 1
 
-        let context = ActionContext(now: clock.now, session: session.id, actor: session.watcher.name)
-        let outcome = try channel.state.perform(action, args, context)
+        let context = ActionContext(now: clock.now, session: session.id, actor: session.watcher.name,
+                                    itemLimit: itemLimit)
+        let outcome: ActionOutcome
+        do throws(ProtocolError) {
+            outcome = try channel.state.perform(action, args, context)
+        } catch {
+            if error.code == .channelFull { counters.channelItemsRefused += 1 }
+            throw error
+        }
         guard !outcome.events.isEmpty else {
             replanClock(channel)
             session.reply(request.id, outcome.reply)
@@ -38,4 +45,7 @@ extension Server {
         commit(outcome.events, on: channel, at: context.now, reply: reply)
         return .pending
     }
+
+    /// ``ServerConfig/maxChannelItems``, as the kinds see it.
+    var itemLimit: ItemLimit { ItemLimit(maximum: config.maxChannelItems, setting: "--max-channel-items") }
 }

@@ -12,8 +12,8 @@ extension Server {
             close(session, bye: .unsupportedProtocol)
             return .replied
         }
-        let client = try request.optionalString("client", maxLength: 100)
-        let name = try request.optionalString("name", maxLength: 100)
+        let client = try request.optionalString("client", maxLength: 100, freeText: true)
+        let name = try request.optionalString("name", maxLength: 100, freeText: true)
         let token = try request.optionalString("token", maxLength: 4096)
         var role = Role.operate
         var displayName = name ?? client ?? "anonymous"

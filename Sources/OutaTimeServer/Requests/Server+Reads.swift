@@ -26,8 +26,10 @@ extension Server {
         }
         // Nothing missed (since == seq) is a recovery with no events; a
         // `since` ahead of the channel means the store was reset; too many
-        // missed events get the full state.
-        guard let since, since < channel.seq, channel.seq - since <= Int64(config.historyLimit) else {
+        // missed events (beyond the history kept, or more than a frame
+        // holds: FrameBounds.maxRecoveredEvents) get the full state.
+        let recoverable = Int64(min(config.historyLimit, FrameBounds.maxRecoveredEvents))
+        guard let since, since < channel.seq, channel.seq - since <= recoverable else {
             let recovered = since.map { $0 == channel.seq }
             session.reply(request.id, subscribeResult(channel, session: session, recovered: recovered,
                                                       events: recovered == true ? [] : nil))

@@ -33,6 +33,8 @@ struct ServerCounters {
     var channelsRefused = 0
     /// Idle empty channels forgotten (``ServerConfig/idleChannelMs``).
     var channelsForgotten = 0
+    /// Actions refused `channel_full` at ``ServerConfig/maxChannelItems``.
+    var channelItemsRefused = 0
     /// `hello`s refused for a bad or missing token (tokens configured).
     var hellosFailed = 0
     /// `hello`s refused because their address was locked out
@@ -101,6 +103,8 @@ struct StatsResult: Encodable {
     var channelsRefused: Int
     var channelsForgotten: Int
     var maxChannels: Int
+    var channelItemsRefused: Int
+    var maxChannelItems: Int
     /// `requests`, `refused_heads`, `refused_connections`, `timeouts`, `open`
     /// (absent without `--http`).
     var http: [String: Int]?
@@ -145,6 +149,8 @@ struct StatsResult: Encodable {
         case channelsRefused = "channels_refused"
         case channelsForgotten = "channels_forgotten"
         case maxChannels = "max_channels"
+        case channelItemsRefused = "channel_items_refused"
+        case maxChannelItems = "max_channel_items"
         case http
         case hellosFailed = "hellos_failed"
         case hellosLockedOut = "hellos_locked_out"

@@ -134,13 +134,15 @@ final class Session {
 
     /// Queues `frame` without touching the server's counters (a broadcast
     /// counts once for all its subscribers). Returns false when the session
-    /// takes no more output.
+    /// takes no more output. The output already queued is what counts
+    /// against `limit`, not the new frame: one snapshot larger than the
+    /// limit (up to 16 MiB, protocol §11) is not a slow consumer.
     @inline(__always)
     func queue(_ frame: Frame, limit: Int) -> Bool {
         guard !isSealed, !state.isClosed else { return false }
         stream.enqueue(frame)
         if !isDirty { server.markDirty(self) }
-        if stream.bufferedByteCount > limit {
+        if stream.bufferedByteCount - frame.count > limit {
             server.close(self, bye: .slowConsumer)
         }
         return true

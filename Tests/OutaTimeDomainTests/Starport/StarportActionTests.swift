@@ -97,9 +97,9 @@ import Testing
         #expect(F.field(outcome.result, "created_by") == expected)
     }
 
-    @Test("note of 0–200 characters", arguments: [
+    @Test("note of 0–100 characters", arguments: [
         (JSONValue.null, JSONValue.null), (.string(""), .string("")),
-        (.string(String(repeating: "é", count: 200)), .string(String(repeating: "é", count: 200))),
+        (.string(String(repeating: "é", count: 100)), .string(String(repeating: "é", count: 100))),
     ])
     func note(given: JSONValue, stored: JSONValue) throws {
         var board = StarportState.initial
@@ -150,7 +150,7 @@ import Testing
         ("dispatch", ["path": .string("AC")], .invalidArgs, "'model'"),
         ("dispatch", ["model": .string("SWingV2"), "path": .string("AC"), "departs_at": .string("tomorrow")], .invalidTime, "departs_at"),
         ("dispatch", ["model": .string("SWingV2"), "path": .string("AC"), "departs_at": .int(0)], .invalidTime, "departs_at"),
-        ("dispatch", ["model": .string("SWingV2"), "path": .string("AC"), "note": .string(String(repeating: "x", count: 201))], .invalidArgs, "0–200"),
+        ("dispatch", ["model": .string("SWingV2"), "path": .string("AC"), "note": .string(String(repeating: "x", count: 101))], .invalidArgs, "0–100"),
         ("dispatch", ["model": .string("SWingV2"), "path": .string("AC"), "note": .int(5)], .invalidArgs, "'note'"),
         ("dispatch", ["model": .string("SWingV2"), "path": .string("AC"), "departs": .string("2026-11-23T06:30:00Z")], .invalidArgs, "departs_at"),
         ("dispatch", ["model": .string("Delorean"), "path": .string("AC")], .unknownModel, "TearDrop"),

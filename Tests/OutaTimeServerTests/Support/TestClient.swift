@@ -52,6 +52,8 @@ final class TestClient {
     private(set) var transcript: [[String: Any]] = []
     /// The session id from a successful ``hello(name:token:client:)``.
     private(set) var session: String?
+    /// The body length (N) of the last frame read.
+    private(set) var lastFrameBytes = 0
 
     /// Connects to 127.0.0.1:`port`. A small `receiveBuffer` (bytes) makes
     /// the kernel hold little for a client that does not read. `source`
@@ -166,6 +168,7 @@ final class TestClient {
             throw TestClientError.malformed("length \(length) after \(describe(transcript))")
         }
         let body = try readExactly(length, deadline: deadline)
+        lastFrameBytes = length
         guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
             throw TestClientError.malformed(String(decoding: body, as: UTF8.self))
         }

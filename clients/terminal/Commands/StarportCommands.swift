@@ -72,7 +72,7 @@ struct Dispatch: ParsableCommand {
     @Option(help: ArgumentHelp("Departure, ISO 8601 with a zone, e.g. 2015-10-21T16:29:00Z (default: now).", valueName: "time"))
     var departsAt: String?
 
-    @Option(help: "A note for the board (up to 200 characters and 800 bytes of UTF-8).")
+    @Option(help: "A note for the board (up to 100 characters and 400 bytes of UTF-8, no control characters).")
     var note: String?
 
     @OptionGroup var board: BoardOption

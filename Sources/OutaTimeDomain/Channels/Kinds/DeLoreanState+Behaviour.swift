@@ -28,6 +28,9 @@ extension DeLoreanState {
         recoverAfterRestart(at: now)
     }
 
+    /// `time_travel`: two times and a speed.
+    public static var maxEventDataBytes: Int { 92 }
+
     /// Every commit.
     public var eventsPerStoredState: Int64 { 1 }
 }

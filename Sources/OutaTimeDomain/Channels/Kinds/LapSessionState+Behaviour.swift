@@ -29,6 +29,16 @@ extension LapSessionState {
         recoverAfterRestart(at: now)
     }
 
+    /// Its completed laps.
+    public var itemCount: Int { laps.count }
+
+    /// `{"lap":…,"time_ms":…}` with 19-digit integers (PROTOCOL.md §11,
+    /// "Frame bounds").
+    public static var maxItemBytes: Int { 58 }
+
+    /// `lap_completed` with 19-digit integers.
+    public static var maxEventDataBytes: Int { 277 }
+
     /// At most 64 events after the stored state (well under the 1,000
     /// events of history the contract keeps).
     public var eventsPerStoredState: Int64 { 64 }

@@ -22,6 +22,18 @@ extension StarportState {
         advance(to: now)
     }
 
+    /// Its dispatches.
+    public var itemCount: Int { dispatches.count }
+
+    /// A dispatch with a 100-station path, a `created_by` (a display name,
+    /// 100 characters) and a `note` (100 characters) of 400 bytes each with
+    /// every character a `"`, the longest model and status, and 19-digit
+    /// integers (PROTOCOL.md §11, "Frame bounds").
+    public static var maxItemBytes: Int { 1_342 }
+
+    /// `dispatched` of such a dispatch.
+    public static var maxEventDataBytes: Int { 1_354 }
+
     /// As many events as the board holds dispatches, at least 64.
     public var eventsPerStoredState: Int64 { max(64, Int64(dispatches.count)) }
 }

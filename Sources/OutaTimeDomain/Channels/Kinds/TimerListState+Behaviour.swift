@@ -72,6 +72,17 @@ extension TimerListState {
         return TimerListState(timers: timers, nextID: nextID)
     }
 
+    /// Its timers.
+    public var itemCount: Int { list.count }
+
+    /// A timer whose `event` and `location` are 100 characters of 400 bytes
+    /// with every character a `"` (escaped, 502 bytes each) and its three
+    /// integers 19 digits (PROTOCOL.md §11, "Frame bounds").
+    public static var maxItemBytes: Int { 1_129 }
+
+    /// `timer_updated` of such a timer, with all three `fields`.
+    public static var maxEventDataBytes: Int { 1_182 }
+
     /// As many events as the list holds timers, at least 64: storing the
     /// list costs O(1) per event, amortised, and a load replays at most
     /// that many events.
