@@ -278,32 +278,7 @@ struct MetricsTests {
         let response = try HTTPListenerTests.get(client, "/metrics")
         #expect(response.status == 200)
         #expect(response.fields["content-type"]?.hasPrefix("text/plain; version=0.0.4") == true)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", """
-            import json, sys
-            from prometheus_client.parser import text_string_to_metric_families
-            samples = {}
-            for family in text_string_to_metric_families(sys.stdin.read()):
-                for s in family.samples:
-                    labels = ",".join(f"{k}={v}" for k, v in sorted(s.labels.items()))
-                    samples[s.name + ("{" + labels + "}" if labels else "")] = s.value
-            print(json.dumps(samples))
-            """]
-        let input = Pipe(), output = Pipe(), errors = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        input.fileHandleForWriting.write(Data(response.body.utf8))
-        try input.fileHandleForWriting.close()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        let problem = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw TestClientError.failed("the Prometheus parser refused /metrics: \(problem)\n\(response.body)")
-        }
-        return try JSONDecoder().decode([String: Double].self, from: data)
+        return try StatsFormatTests.parsePrometheus(response.body)
     }
 
     @Test("/metrics parses with prometheus-client; counters move after a publish, a command and a tick")
