@@ -78,11 +78,8 @@ final class TopSession {
     /// Why the run ended badly: the message and exit status.
     private(set) var failure: (message: String, code: Int32)?
     private var handles: [Handle] = []
-    private var output: TTY?
-    private var input: TTY?
-    private var size = (columns: 80, rows: 24)
+    private var screen: FullScreen?
     private var painter = ScreenPainter(colour: ScreenPainter.colourWanted(environment: ProcessInfo.processInfo.environment))
-    private var terminalActive = false
     private var everConnected = false
     private var finished = false
     private var polling = false
@@ -205,37 +202,25 @@ final class TopSession {
     // MARK: terminal
 
     private func startTerminal() throws {
-        let output = try TTY(loop: loop, fd: 1)
-        let input = try TTY(loop: loop, fd: 0)
-        self.output = output
-        self.input = input
-        handles += [output, input]
-        if let size = try? output.windowSize() { self.size = size }
-        try input.setRaw(true)
-        terminalActive = true
-        StandardOutput.writeAll("\u{1B}[?1049h\u{1B}[?25l")
-        try input.startReading({ [unowned self] bytes in keys(bytes) }, onEnd: { [unowned self] _ in quit() })
-        let winch = Signal(loop: loop)
-        try winch.start(SIGWINCH) { [unowned self] _ in
-            if let size = try? self.output?.windowSize() { self.size = size }
-            painter.invalidate()
-            draw()
-        }
-        handles.append(winch)
+        let screen = try FullScreen(loop: loop, clear: false,
+                                    onKeys: { [unowned self] bytes in keys(bytes) },
+                                    onEnd: { [unowned self] in quit() },
+                                    onResize: { [unowned self] in
+                                        painter.invalidate()
+                                        draw()
+                                    })
+        self.screen = screen
+        handles += screen.handles
     }
 
     func restoreTerminal() {
-        guard terminalActive else { return }
-        terminalActive = false
-        try? input?.setRaw(false)
-        TTY.resetMode()
-        StandardOutput.writeAll((painter.colour ? ANSI.reset : "") + "\u{1B}[?25h\u{1B}[?1049l")
+        screen?.restore(colour: painter.colour)
     }
 
     private func draw() {
-        guard terminalActive, !finished else { return }
+        guard screen?.isActive == true, !finished else { return }
         let lines = TopRender.lines(board: board, sample: latest, rates: rates, channels: activity,
-                                    width: max(20, size.columns), height: max(6, size.rows))
+                                    width: max(20, screen?.size.columns ?? 80), height: max(6, screen?.size.rows ?? 24))
         StandardOutput.writeAll(painter.frame(lines))
     }
 

@@ -50,14 +50,11 @@ final class WatchSession {
     let interactive: Bool
     var board: WatchBoard
     private var handles: [Handle] = []
-    private var output: TTY?
-    private var input: TTY?
+    private var screen: FullScreen?
     private var redraw: UV.Timer?
     private var redrawPending = false
     private var lastDraw: UInt64 = 0
-    private var size = (columns: 80, rows: 24)
     private var painter = ScreenPainter(colour: ScreenPainter.colourWanted(environment: ProcessInfo.processInfo.environment))
-    private var terminalActive = false
     private var everConnected = false
     /// Timers this watcher views (`channel#id`): viewing is per connection, so
     /// after a reconnect they are started again.
@@ -137,23 +134,15 @@ final class WatchSession {
     // MARK: terminal
 
     private func startTerminal() throws {
-        let output = try TTY(loop: loop, fd: 1)
-        let input = try TTY(loop: loop, fd: 0)
-        self.output = output
-        self.input = input
-        handles += [output, input]
-        if let size = try? output.windowSize() { self.size = size }
-        try input.setRaw(true)
-        terminalActive = true
-        writeAll("\u{1B}[?1049h\u{1B}[?25l\u{1B}[2J")
-        try input.startReading({ [unowned self] bytes in keys(bytes) }, onEnd: { [unowned self] _ in quit() })
-        let winch = Signal(loop: loop)
-        try winch.start(SIGWINCH) { [unowned self] _ in
-            if let size = try? self.output?.windowSize() { self.size = size }
-            painter.invalidate()
-            changed()
-        }
-        handles.append(winch)
+        let screen = try FullScreen(loop: loop, clear: true,
+                                    onKeys: { [unowned self] bytes in keys(bytes) },
+                                    onEnd: { [unowned self] in quit() },
+                                    onResize: { [unowned self] in
+                                        painter.invalidate()
+                                        changed()
+                                    })
+        self.screen = screen
+        handles += screen.handles
         let redraw = UV.Timer(loop: loop)
         self.redraw = redraw
         handles.append(redraw)
@@ -161,11 +150,7 @@ final class WatchSession {
 
     /// Leaves the alternate screen and gives the terminal back as it was.
     func restoreTerminal() {
-        guard terminalActive else { return }
-        terminalActive = false
-        try? input?.setRaw(false)
-        TTY.resetMode()
-        writeAll((painter.colour ? ANSI.reset : "") + "\u{1B}[?25h\u{1B}[?1049l")
+        screen?.restore(colour: painter.colour)
     }
 
     /// Something changed: redraw soon, at most ~20 times a second.
@@ -180,9 +165,9 @@ final class WatchSession {
     private func draw() {
         redrawPending = false
         lastDraw = loop.now
-        guard terminalActive else { return }
+        guard screen?.isActive == true else { return }
         let lines = WatchRender.lines(board: board, mirrors: connection.allMirrors,
-                                      width: max(20, size.columns), height: max(6, size.rows))
+                                      width: max(20, screen?.size.columns ?? 80), height: max(6, screen?.size.rows ?? 24))
         writeAll(painter.frame(lines))
     }
 
