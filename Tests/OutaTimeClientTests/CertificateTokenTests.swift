@@ -18,23 +18,9 @@ struct CertificateTokenTests {
     }
     static var doc: [String: Any] { ["token": "doc-1955", "name": "Doc Brown", "role": "operate"] }
 
-    /// A tokens file in a temporary folder, rewritten whole between reloads.
-    final class Tokens {
-        let folder: TemporaryFolder
-        let path: String
-        init(_ entries: [[String: Any]]) throws {
-            folder = try TemporaryFolder()
-            path = folder.path("tokens.json")
-            try write(entries)
-        }
-        func write(_ entries: [[String: Any]]) throws {
-            try JSONSerialization.data(withJSONObject: entries).write(to: URL(fileURLWithPath: path), options: .atomic)
-        }
-    }
-
     /// A server with a plaintext listener and an mTLS listener (client
     /// certificates from `pki`), reading `tokens`.
-    static func server(_ pki: TestPKI, _ tokens: Tokens, _ body: (TestServer) throws -> Void) throws {
+    static func server(_ pki: TestPKI, _ tokens: TokensFile, _ body: (TestServer) throws -> Void) throws {
         let identity = try pki.issue("localhost", names: ["localhost"])
         try withTestServer({ config in
             config.tlsPort = 0
@@ -79,7 +65,7 @@ struct CertificateTokenTests {
     @Test("a verified certificate's subject gives its entry's name, role and channels at hello, without a token")
     func certificateAdmits() throws {
         let pki = try TestPKI()
-        let tokens = try Tokens([Self.board, Self.doc])
+        let tokens = try TokensFile([Self.board, Self.doc])
         let boardIdentity = try pki.issue("board-1", client: true, organization: "Hill Valley")
         let stranger = try pki.issue("board-2", client: true, organization: "Hill Valley")
         try Self.server(pki, tokens) { server in
@@ -132,7 +118,7 @@ struct CertificateTokenTests {
     @Test("reload: a changed entry applies to the certificate's connection; a removed one ends it with bye unauthorized")
     func reload() throws {
         let pki = try TestPKI()
-        let tokens = try Tokens([Self.board, Self.doc])
+        let tokens = try TokensFile([Self.board, Self.doc])
         let boardIdentity = try pki.issue("board-1", client: true, organization: "Hill Valley")
         try Self.server(pki, tokens) { server in
             let board = try Self.connect(server, pki, boardIdentity)
@@ -166,7 +152,7 @@ struct CertificateTokenTests {
     func needsClientCA() throws {
         let pki = try TestPKI()
         let identity = try pki.issue("localhost", names: ["localhost"])
-        let tokens = try Tokens([Self.doc, Self.board])
+        let tokens = try TokensFile([Self.doc, Self.board])
         var config = ServerConfig()
         config.tlsPort = 0
         config.tls = TLSFiles(certificateFile: identity.certificateFile, privateKeyFile: identity.keyFile)
