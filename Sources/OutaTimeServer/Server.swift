@@ -79,6 +79,9 @@ final class Server {
     /// The HTTP listener (`--http`), if any, and its open connections.
     var httpListener: TCPListener?
     var httpConnections: [Int: HTTPConnection] = [:]
+    /// The HTTP listener is at ``ServerConfig/maxHTTPConnections`` with a
+    /// connection waiting: libuv watches it again once that one is accepted.
+    var httpAcceptPaused = false
     var nextHTTPSerial = 0
     /// The store's last write failed (its message), until one succeeds:
     /// `/healthz` answers 503 meanwhile.

@@ -37,6 +37,24 @@ public final class TCPListener: Handle {
         return client
     }
 
+    /// Asks the kernel to hand over a connection only once its first bytes
+    /// have arrived, or after about `seconds` without any (Linux
+    /// `TCP_DEFER_ACCEPT`; elsewhere nothing). A crowd of connections that
+    /// send nothing then costs the process nothing until then: for
+    /// protocols where the client speaks first, such as HTTP. Call after
+    /// ``bind(_:)``. Returns false when the option could not be set.
+    @discardableResult
+    public func deferAccept(seconds: Int32) -> Bool {
+        #if os(Linux)
+        var fd: uv_os_fd_t = -1
+        guard uv_fileno(typed(uv_handle_t.self), &fd) == 0 else { return false }
+        var value = seconds
+        return setsockopt(fd, Int32(IPPROTO_TCP), TCP_DEFER_ACCEPT, &value, socklen_t(MemoryLayout<Int32>.size)) == 0
+        #else
+        return false
+        #endif
+    }
+
     /// The bound address, with the real port when bound to port 0.
     public var localAddress: SocketAddress? {
         SocketAddress.read { uv_tcp_getsockname(typed(uv_tcp_t.self), $0, $1) }

@@ -46,7 +46,8 @@ public struct ServerConfig: Sendable {
     public var tlsHandshakesPerIteration = 32
     /// The HTTP listener (`--http`): `/healthz`, `/readyz`; nil: none.
     public var http: HTTPEndpoint? = nil
-    /// HTTP connections open at once; one more is closed at once.
+    /// HTTP connections open at once; newer ones wait in the kernel's queue
+    /// (the listener stops accepting) until one closes.
     public var maxHTTPConnections = 256
     /// A connection that has not sent `hello` within this time is closed.
     /// For TLS, the handshake counts within this time.

@@ -10,9 +10,22 @@ extension Server {
         let listener = TCPListener(loop: loop)
         httpListener = listener
         try listener.bind(SocketAddress(host: endpoint.host, port: endpoint.port))
-        try listener.listen { [unowned self, unowned listener] error in self.acceptHTTP(error, from: listener) }
+        // A connection that sends nothing reaches the loop only after this
+        // long (then the hello timeout closes it): an idle crowd waits in
+        // the kernel instead of costing an accept and a close each.
+        listener.deferAccept(seconds: Self.httpDeferAcceptSeconds)
+        try listener.listen(backlog: Self.httpBacklog) { [unowned self, unowned listener] error in
+            self.acceptHTTP(error, from: listener)
+        }
         return listener.localAddress
     }
+
+    /// Seconds the kernel holds an HTTP connection that has sent nothing
+    /// before handing it over (Linux `TCP_DEFER_ACCEPT`).
+    static let httpDeferAcceptSeconds: Int32 = 5
+
+    /// The HTTP listener's kernel queue: connections over the cap wait there.
+    static let httpBacklog: Int32 = 511
 
     private func acceptHTTP(_ error: UVError?, from listener: TCPListener) {
         assertOnLoopThread()
@@ -20,12 +33,24 @@ extension Server {
             logger.warning("http accept failed", metadata: ["error": "\(error)"])
             return
         }
-        guard let tcp = try? listener.accept() else { return }
-        guard phase.acceptsHTTP, httpConnections.count < config.maxHTTPConnections else {
+        guard phase.acceptsHTTP else {
             counters.httpRefused += 1
-            tcp.close()
+            (try? listener.accept())?.close()
             return
         }
+        // At the cap, the connection is left in the kernel's queue: libuv
+        // stops watching a listener whose callback does not accept, until
+        // `accept()` is called (``httpConnectionClosed(_:)``). Closing it
+        // instead cost the loop an accept and a close (the FIN) for each
+        // of a crowd (docs/BENCHMARKS.md), as HAProxy's `maxconn` avoids too.
+        guard httpConnections.count < config.maxHTTPConnections else {
+            if !httpAcceptPaused {
+                httpAcceptPaused = true
+                counters.httpAcceptPauses += 1
+            }
+            return
+        }
+        guard let tcp = try? listener.accept() else { return }
         tcp.setNoDelay()
         nextHTTPSerial += 1
         let connection = HTTPConnection(serial: nextHTTPSerial, stream: tcp, now: loop.now)
@@ -100,16 +125,26 @@ extension Server {
     }
 
     private func closeHTTP(_ connection: HTTPConnection) {
-        connection.closeAfterWriting { [unowned self] in self.httpConnections[connection.serial] = nil }
+        connection.closeAfterWriting { [unowned self] in self.httpConnectionClosed(connection) }
     }
 
     private func dropHTTP(_ connection: HTTPConnection) {
-        connection.closeNow { [unowned self] in self.httpConnections[connection.serial] = nil }
+        connection.closeNow { [unowned self] in self.httpConnectionClosed(connection) }
+    }
+
+    /// A slot is free: the connection waiting at the cap, if any, is taken.
+    private func httpConnectionClosed(_ connection: HTTPConnection) {
+        httpConnections[connection.serial] = nil
+        guard httpAcceptPaused, let listener = httpListener else { return }
+        httpAcceptPaused = false
+        acceptHTTP(nil, from: listener)
     }
 
     /// The server stops: the listener and every HTTP connection close.
     func closeHTTP() {
+        httpAcceptPaused = false
         httpListener?.close()
+        httpListener = nil
         for connection in Array(httpConnections.values) { dropHTTP(connection) }
     }
 }

@@ -81,7 +81,9 @@ final class ServerMetrics {
             counter("outatime_http_refused_heads_total", http["refused_heads"] ?? 0,
                     help: "HTTP request heads refused with a 4xx/5xx status")
             counter("outatime_http_refused_connections_total", http["refused_connections"] ?? 0,
-                    help: "HTTP connections closed at once over the 256-connection cap")
+                    help: "HTTP connections closed at accept while the server shuts down")
+            counter("outatime_http_accept_pauses_total", http["accept_pauses"] ?? 0,
+                    help: "Times the HTTP listener stopped accepting at its 256-connection cap (newer connections wait in the kernel's queue)")
             counter("outatime_http_timeouts_total", http["timeouts"] ?? 0,
                     help: "HTTP connections closed for no complete head within the hello timeout")
             gauge("outatime_http_connections", http["open"] ?? 0, help: "Open HTTP connections")

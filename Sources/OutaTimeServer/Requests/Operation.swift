@@ -120,7 +120,8 @@ extension Server {
             maxChannelItems: config.maxChannelItems,
             http: config.http == nil ? nil : [
                 "requests": counters.httpRequests, "refused_heads": counters.httpRefusedHeads,
-                "refused_connections": counters.httpRefused, "timeouts": counters.httpTimeouts,
+                "refused_connections": counters.httpRefused, "accept_pauses": counters.httpAcceptPauses,
+                "timeouts": counters.httpTimeouts,
                 "open": httpConnections.count,
             ],
             hellosFailed: counters.hellosFailed,

@@ -23,11 +23,13 @@ struct ServerCounters {
     /// itself when descriptors run out while its spare one is free).
     var acceptErrors: [String: Int] = [:]
     /// The HTTP listener: requests answered, heads refused (4xx/5xx from
-    /// the parser), connections closed at once over
-    /// ``ServerConfig/maxHTTPConnections``, connections timed out.
+    /// the parser), connections closed at accept while draining, times
+    /// accepting paused at ``ServerConfig/maxHTTPConnections``,
+    /// connections timed out.
     var httpRequests = 0
     var httpRefusedHeads = 0
     var httpRefused = 0
+    var httpAcceptPauses = 0
     var httpTimeouts = 0
     /// Channel creations refused at ``ServerConfig/maxChannels``.
     var channelsRefused = 0
@@ -105,7 +107,7 @@ struct StatsResult: Encodable {
     var maxChannels: Int
     var channelItemsRefused: Int
     var maxChannelItems: Int
-    /// `requests`, `refused_heads`, `refused_connections`, `timeouts`, `open`
+    /// `requests`, `refused_heads`, `refused_connections`, `accept_pauses`, `timeouts`, `open`
     /// (absent without `--http`).
     var http: [String: Int]?
     var hellosFailed: Int

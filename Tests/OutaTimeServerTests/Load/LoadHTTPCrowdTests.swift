@@ -7,7 +7,7 @@ import Testing
 /// a short run, and its refusals.
 @Suite("outatime-load http-crowd", .timeLimit(.minutes(3)))
 struct LoadHTTPCrowdTests {
-    @Test("400 idle HTTP connections, 1 round: pings timed in both phases; the server held at most 256, closed the rest")
+    @Test("400 idle HTTP connections, 1 round: pings timed in both phases; the idle ones wait without costing the server, the bad requests get their status")
     func shortRun() throws {
         try withTestServer({ $0.http = HTTPEndpoint(port: 0) }) { server in
             let run = try LoadHarnessTests.load([
@@ -21,16 +21,22 @@ struct LoadHTTPCrowdTests {
             #expect(((result["ping_baseline"] as? [String: Any])?["count"] as? Int ?? 0) > 0, "\(result)")
             #expect(((result["ping_load"] as? [String: Any])?["count"] as? Int ?? 0) > 0, "\(result)")
             #expect(result["ping_errors"] as? Int == 0)
-            let opened = result["http_opened"] as? Int ?? -1
-            let closed = result["http_closed_by_server"] as? Int ?? -1
-            let held = result["http_held_to_end"] as? Int ?? -1
-            let bad = result["bad_sent"] as? Int ?? -1
-            #expect(opened == 400, "\(result)")
-            // Idle connections beyond the cap were closed; what stayed open is
-            // at most the cap plus bad requests still in flight.
-            #expect(closed >= 400 - 256, "\(result)")
-            #expect(held <= 256 + bad, "\(result)")
-            #expect(result["http_connect_failures"] as? Int == 0)
+            func count(_ key: String) -> Int { result[key] as? Int ?? -1 }
+            // 400 fit in the listener's queue: all connect. Under the cap,
+            // the server closes none before the hello timeout (10 s): the
+            // silent ones are not even handed to it (5 s deferral).
+            #expect(count("http_opened") == 400, "\(result)")
+            #expect(count("http_connect_failures") == 0, "\(result)")
+            #expect(count("http_closed_by_server") == 0, "\(result)")
+            #expect(count("http_held_to_end") == 400, "\(result)")
+            // Every bad request ends one way or another, and at least one
+            // was answered with its status (the cap is free).
+            let bad = count("bad_sent")
+            let statuses = count("bad_400") + count("bad_405") + count("bad_431")
+            #expect(bad > 0 && statuses > 0, "\(result)")
+            #expect(count("bad_other_status") == 0, "\(result)")
+            #expect(statuses + count("bad_closed_without_status") + count("bad_unanswered_at_end")
+                    + count("http_connecting_at_end") >= bad, "\(result)")
         }
     }
 

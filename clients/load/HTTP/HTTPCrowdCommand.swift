@@ -20,9 +20,12 @@ struct HTTPCrowdCommand: ParsableCommand {
         closes what is still open and waits for the server to count it gone.
 
         Reports the ping round trips of both phases (p50, p99, p99.9, max), and how every HTTP \
-        connection ended: closed by the server (with the time from connect to close), held to the \
-        end, answered with which status. The server holds at most 256 HTTP connections; the rest \
-        should be closed at once. Exit status 1 when a ping failed or none was timed in a phase. \
+        connection ended: closed by the server (with the time from connect to close), still open at \
+        the end (held by the server or waiting in its listener's queue), still connecting at the end, \
+        answered with which status, or unanswered at the end. The server holds at most 256 HTTP \
+        connections and leaves newer ones in the kernel's queue until one closes; a connection that \
+        sends nothing is handed to it only after 5 s. Exit status 1 when a ping failed or none was \
+        timed in a phase. \
         Needs `ulimit -n` above --idle + 64.
         """
     )
@@ -109,7 +112,7 @@ struct HTTPCrowdCommand: ParsableCommand {
             for _ in 0..<1_000 where !crowd.idle.load(ordering: .relaxed) { usleep(10_000) }
             // Let the server see the closes before the next baseline.
             usleep(500_000)
-            Report.progress("round \(round)/\(rounds): opened \(Report.grouped(crowd.opened.load(ordering: .relaxed))), closed by the server \(Report.grouped(crowd.closedByServer.load(ordering: .relaxed))), held to the end \(Report.grouped(crowd.heldAtEnd.load(ordering: .relaxed)))")
+            Report.progress("round \(round)/\(rounds): opened \(Report.grouped(crowd.opened.load(ordering: .relaxed))), closed by the server \(Report.grouped(crowd.closedByServer.load(ordering: .relaxed))), open at the end \(Report.grouped(crowd.heldAtEnd.load(ordering: .relaxed))), connecting at the end \(Report.grouped(crowd.connectingAtEnd.load(ordering: .relaxed)))")
         }
         let stats = try? StatsProbe.read(address)
         pingInbox.broadcast(.finish)
@@ -142,10 +145,12 @@ struct HTTPCrowdCommand: ParsableCommand {
                                                "load_p50_us": $0.load.p50, "load_p99_us": $0.load.p99] },
                 "http_opened": value(crowd.opened), "http_connect_failures": value(crowd.connectFailures),
                 "http_closed_by_server": value(crowd.closedByServer), "http_held_to_end": value(crowd.heldAtEnd),
+                "http_connecting_at_end": value(crowd.connectingAtEnd),
                 "http_close_after": closeTimes.json, "slow_heads_408": value(crowd.slowHeads408),
                 "bad_sent": value(crowd.badSent), "bad_400": value(crowd.bad400), "bad_405": value(crowd.bad405),
                 "bad_431": value(crowd.bad431), "bad_other_status": value(crowd.badOtherStatus),
-                "bad_closed_without_status": value(crowd.badClosedBare), "ping_errors": ping.errors.load(ordering: .relaxed),
+                "bad_closed_without_status": value(crowd.badClosedBare),
+                "bad_unanswered_at_end": value(crowd.badUnansweredAtEnd), "ping_errors": ping.errors.load(ordering: .relaxed),
                 "ok": !failed,
             ]
             if let stats { object["server_rss_bytes"] = stats["rss_bytes"] }
@@ -162,10 +167,11 @@ struct HTTPCrowdCommand: ParsableCommand {
             rows += [
                 ("idle HTTP opened", Report.grouped(value(crowd.opened))),
                 ("closed by server", "\(Report.grouped(value(crowd.closedByServer))) (connect → close p50 \(LatencySummary.millis(closeTimes.p50)), p99 \(LatencySummary.millis(closeTimes.p99)), max \(LatencySummary.millis(closeTimes.max)))"),
-                ("held to the end", Report.grouped(value(crowd.heldAtEnd))),
+                ("open at the end", Report.grouped(value(crowd.heldAtEnd))),
+                ("connecting at end", Report.grouped(value(crowd.connectingAtEnd))),
                 ("slow heads → 408", Report.grouped(value(crowd.slowHeads408))),
                 ("connect failures", Report.grouped(value(crowd.connectFailures))),
-                ("bad requests", "\(Report.grouped(value(crowd.badSent))): 431 \(value(crowd.bad431)), 405 \(value(crowd.bad405)), 400 \(value(crowd.bad400)), other \(value(crowd.badOtherStatus)), closed without status \(value(crowd.badClosedBare))"),
+                ("bad requests", "\(Report.grouped(value(crowd.badSent))): 431 \(value(crowd.bad431)), 405 \(value(crowd.bad405)), 400 \(value(crowd.bad400)), other \(value(crowd.badOtherStatus)), closed without status \(value(crowd.badClosedBare)), unanswered at the end \(value(crowd.badUnansweredAtEnd))"),
             ]
             if let first = ping.firstError { rows.append(("first error", first)) }
             print(Report.table("http-crowd: \(rounds) rounds of \(phaseSeconds) s baseline + \(phaseSeconds) s with \(idle) idle HTTP connections and \(badPerTick * 100) bad requests/s", rows))

@@ -10,8 +10,12 @@ final class HTTPCrowdTally: WorkerTally, @unchecked Sendable {
     let connectFailures = Atomic<Int>(0)
     /// Idle connections the server closed while the round ran.
     let closedByServer = Atomic<Int>(0)
-    /// Idle connections still open when the round ended (the harness closed them).
+    /// Idle connections still open when the round ended (the harness closed
+    /// them): held by the server, or waiting in its listener's queue.
     let heldAtEnd = Atomic<Int>(0)
+    /// Connects (idle or bad) still under way when the round ended: the
+    /// server's queue was full and the kernel let their SYNs wait.
+    let connectingAtEnd = Atomic<Int>(0)
     /// Slow heads (every 10th idle connection sends half a head) answered `408`.
     let slowHeads408 = Atomic<Int>(0)
     /// Bad requests sent, and how each ended: a status line (then a close), or a bare close.
@@ -21,6 +25,8 @@ final class HTTPCrowdTally: WorkerTally, @unchecked Sendable {
     let bad431 = Atomic<Int>(0)
     let badOtherStatus = Atomic<Int>(0)
     let badClosedBare = Atomic<Int>(0)
+    /// Bad requests sent whose connection was still open, unanswered, when the round ended.
+    let badUnansweredAtEnd = Atomic<Int>(0)
     /// True while no round runs (set after `.stop` closed everything).
     let idle = Atomic<Bool>(true)
 }
@@ -50,7 +56,11 @@ final class HTTPCrowdWorker {
     private let plan: Plan
     private let tally: HTTPCrowdTally
     private var queue: OpenQueue
-    private var streams: [ObjectIdentifier: TCPStream] = [:]
+    /// What a connection of the round is doing, for the end-of-round count.
+    private enum Role {
+        case connecting, idle, bad
+    }
+    private var streams: [ObjectIdentifier: (stream: TCPStream, role: Role)] = [:]
     private let pacer: UV.Timer
     private var inbox: AsyncInbox<HTTPCrowdOrder>?
     private var running = false
@@ -97,7 +107,9 @@ final class HTTPCrowdWorker {
         }
     }
 
-    private func track(_ stream: TCPStream) { streams[ObjectIdentifier(stream)] = stream }
+    private func track(_ stream: TCPStream) { streams[ObjectIdentifier(stream)] = (stream, .connecting) }
+
+    private func mark(_ stream: TCPStream, _ role: Role) { streams[ObjectIdentifier(stream)]?.role = role }
 
     private func forget(_ stream: TCPStream) -> Bool {
         guard streams.removeValue(forKey: ObjectIdentifier(stream)) != nil else { return false }
@@ -118,6 +130,7 @@ final class HTTPCrowdWorker {
                 return
             }
             self.tally.opened.add(1, ordering: .relaxed)
+            self.mark(stream, .idle)
             do {
                 try stream.startReading(onData: { [unowned self] bytes in
                     if bytes.starts(with: "HTTP/1.1 408".utf8) { self.tally.slowHeads408.add(1, ordering: .relaxed) }
@@ -153,6 +166,7 @@ final class HTTPCrowdWorker {
                 return
             }
             stream.onWriteError = { _ in }
+            self.mark(stream, .bad)
             do {
                 try stream.startReading(onData: { bytes in
                     if status == nil, bytes.count >= 12, bytes.starts(with: "HTTP/1.1 ".utf8) {
@@ -181,14 +195,17 @@ final class HTTPCrowdWorker {
         pacer.stop()
         queue.cancel()
         running = false
-        // What is still open: held idle connections, and bad requests not answered yet.
-        var held = 0
-        for stream in streams.values {
+        // What is still open: idle connections (held or queued by the
+        // server), connects under way, bad requests not answered yet.
+        for (stream, role) in streams.values {
             stream.close()
-            held += 1
+            switch role {
+            case .idle: tally.heldAtEnd.add(1, ordering: .relaxed)
+            case .connecting: tally.connectingAtEnd.add(1, ordering: .relaxed)
+            case .bad: tally.badUnansweredAtEnd.add(1, ordering: .relaxed)
+            }
         }
         streams = [:]
-        tally.heldAtEnd.add(held, ordering: .relaxed)
         tally.idle.store(true, ordering: .relaxed)
     }
 
