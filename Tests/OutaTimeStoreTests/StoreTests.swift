@@ -47,6 +47,11 @@ import Testing
         #expect(try store.history(channel: "laps/a", after: 0, limit: 0).isEmpty)
         #expect(try store.history(channel: "laps/b", after: 0, limit: 100).map(\.seq) == [1, 2, 3])
         #expect(try store.history(channel: "laps/none", after: 0, limit: 100).isEmpty)
+        // `through` stops at a seq, in the tail and in the indexed log alike.
+        #expect(try store.history(channel: "laps/a", after: 2, through: 6, limit: 100).map(\.seq) == [3, 4, 5, 6])
+        try store.apply([.events("laps/a", from: 11, to: 12)], foldEvery: 1_000)
+        #expect(try store.history(channel: "laps/a", after: 8, through: 11, limit: 100).map(\.seq) == [9, 10, 11])
+        #expect(try store.history(channel: "laps/a", after: 8, through: 8, limit: 100).isEmpty)
     }
 
     @Test func aBatchIsOneTransaction() throws {

@@ -38,9 +38,12 @@ extension Server {
         // A complete, gap-free run up to the channel's seq is a recovery;
         // anything else gets the full state.
         let missed = channel.seq - since
+        let seq = channel.seq
         let slot = session.requests.reserve()
-        readHistory(channel: key, after: since, limit: Int(missed)) { [unowned self] result in
+        readHistory(channel: key, after: since, through: seq, limit: Int(missed)) { [unowned self] result in
             let events = (try? result.get()) ?? []
+            // Against the seq now: if the channel moved on meanwhile, the
+            // state is sent instead.
             let complete = events.count == Int(missed) && events.first?.seq == since + 1
                 && events.last?.seq == channel.seq
             session.fill(slot, id: request.id, self.subscribeResult(channel, session: session, recovered: complete,
@@ -146,7 +149,7 @@ extension Server {
         }
         let seq = channel.seq
         let slot = session.requests.reserve()
-        readHistory(channel: key, after: max(after, historyStart(of: channel)), limit: Int(limit)) { [unowned self] result in
+        readHistory(channel: key, after: max(after, historyStart(of: channel)), through: seq, limit: Int(limit)) { [unowned self] result in
             switch result {
             case .success(let events):
                 session.fill(slot, id: request.id, HistoryResult(channel: key, seq: seq, events: events))

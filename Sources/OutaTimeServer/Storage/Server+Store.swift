@@ -46,8 +46,10 @@ extension Server {
     }
 
     /// Reads durable events off the loop thread (the pool reads concurrently
-    /// with the writer); `completion` runs on the loop thread.
-    func readHistory(channel: String, after: Int64, limit: Int,
+    /// with the writer); `completion` runs on the loop thread. `through` is
+    /// the channel's seq when asked: a later event may already be committed
+    /// but not yet reported (nor broadcast), and is not read.
+    func readHistory(channel: String, after: Int64, through: Int64, limit: Int,
                      completion: @escaping (Result<[HistoryEvent], StoreFailure>) -> Void) {
         nextTicket += 1
         let ticket = nextTicket
@@ -57,7 +59,7 @@ extension Server {
         DispatchQueue.global().async {
             let result: Result<[HistoryEvent], StoreFailure>
             do {
-                let records = try store.history(channel: channel, after: after, limit: limit)
+                let records = try store.history(channel: channel, after: after, through: through, limit: limit)
                 result = .success(try records.map { record in
                     HistoryEvent(seq: record.seq, event: record.event,
                                  data: try JSONValue.parse(Data(record.data.text.utf8)),

@@ -97,9 +97,12 @@ public final class Store: Sendable {
         }
     }
 
-    /// Up to `limit` events of `channel` with seq greater than `after`, oldest
-    /// first. Pages through the log with `after` = the last seq received.
-    public func history(channel: String, after: Int64, limit: Int) throws -> [EventRecord] {
+    /// Up to `limit` events of `channel` with seq greater than `after` and at
+    /// most `through`, oldest first. Pages through the log with `after` = the
+    /// last seq received. `through` keeps out events committed after the
+    /// caller's moment: the server reads while the writer commits, and an
+    /// event it has not had reported yet is not announced yet either.
+    public func history(channel: String, after: Int64, through: Int64 = .max, limit: Int) throws -> [EventRecord] {
         guard limit > 0 else { return [] }
         return try pool.read { db in
             try Row.fetchAll(
@@ -108,12 +111,12 @@ public final class Store: Sendable {
                     SELECT e.channel, e.seq, e.event, e.data, e.at
                     FROM event_runs r JOIN event_log e
                     ON e.id BETWEEN r.first_id + MAX(0, ?2 + 1 - r.first_seq) AND r.first_id + r.last_seq - r.first_seq
-                    WHERE r.channel = ?1 AND r.last_seq > ?2
+                    WHERE r.channel = ?1 AND r.last_seq > ?2 AND r.first_seq <= ?4 AND e.seq <= ?4
                     UNION ALL
-                    SELECT channel, seq, event, data, at FROM event_tail WHERE channel = ?1 AND seq > ?2
+                    SELECT channel, seq, event, data, at FROM event_tail WHERE channel = ?1 AND seq > ?2 AND seq <= ?4
                     ORDER BY seq LIMIT ?3
                     """,
-                arguments: [channel, after, limit]
+                arguments: [channel, after, limit, through]
             ).map { row in
                 EventRecord(channel: row["channel"], seq: row["seq"], event: row["event"],
                             data: JSONText(row["data"] as String), at: row["at"])
