@@ -73,6 +73,56 @@ import CLibUV
         try loop.close()
     }
 
+    #if os(Linux)
+    @Test("with deferAccept a connection is handed over when its first bytes arrive: a silent one opened earlier waits")
+    func deferAcceptHandsOverSpeakersFirst() throws {
+        let loop = try Loop()
+        let listener = TCPListener(loop: loop)
+        try listener.bind(SocketAddress(host: "127.0.0.1", port: 0))
+        #expect(listener.deferAccept(seconds: 30))
+        let silent = TCPStream(loop: loop)
+        let speaker = TCPStream(loop: loop)
+        let pause = Timer(loop: loop)
+        var accepted: [TCPStream] = []
+        var firstBytes: [UInt8]?
+        func closeAll() {
+            for stream in accepted { stream.close() }
+            listener.close()
+            silent.close()
+            speaker.close()
+            pause.close()
+        }
+        try listener.listen { error in
+            #expect(error == nil)
+            guard let stream = try? listener.accept() else { return }
+            accepted.append(stream)
+            try? stream.startReading(onData: { bytes in
+                if firstBytes == nil {
+                    firstBytes = Array(bytes)
+                    closeAll()
+                }
+            }, onEnd: { _ in })
+        }
+        let address = try SocketAddress(host: "127.0.0.1", port: try #require(listener.localAddress?.port))
+        silent.connect(to: address) { error in
+            #expect(error == nil)
+            // The silent one is connected (for its client) before the speaker
+            // even connects, and for a while before the speaker speaks.
+            speaker.connect(to: address) { error in
+                #expect(error == nil)
+                pause.start(timeoutMs: 100, repeatMs: 0) {
+                    speaker.enqueue(OwnedBytes(Array("speak".utf8)))
+                    speaker.flush()
+                }
+            }
+        }
+        loop.run()
+        #expect(firstBytes == Array("speak".utf8))
+        #expect(accepted.count == 1, "the silent connection was not handed over")
+        try loop.close()
+    }
+    #endif
+
     @Test func inboxDeliversMessagesPostedFromOtherThreads() throws {
         let loop = try Loop()
         var received = [Int]()
