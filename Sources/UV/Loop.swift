@@ -15,8 +15,15 @@ public final class Loop {
     /// Where ``TLSStream`` gathers small writes into one TLS record;
     /// allocated by the first TLS stream of the loop.
     var recordScratch: UnsafeMutableRawBufferPointer?
+    /// Pauses streams that used their read budget in this iteration;
+    /// created at the first such pause (a quiet loop has no extra handle).
+    private var budget: ReadBudget?
+    /// The bytes one read asks for: the whole read budget of an iteration,
+    /// so a read that fills it pauses the stream (``TCPStream/didRead(_:)``).
+    let readSize = min(ReadBudget.bytesPerIteration, Loop.readBufferSize)
 
-    /// Size of the shared read buffer: the most one read callback delivers.
+    /// Size of the shared read buffer: where TLS decrypts, and the most one
+    /// read callback delivers (a TCP read asks for ``ReadBudget`` bytes).
     public static let readBufferSize = 64 * 1024
     /// The most chunks one write hands to the kernel (below IOV_MAX).
     static let maxChunksPerWrite = 256
@@ -68,20 +75,37 @@ public final class Loop {
     /// A high-resolution monotonic time in nanoseconds.
     public static var hrtime: UInt64 { uv_hrtime() }
 
-    /// The number of handles not yet closed, whether active or not.
+    /// The number of handles not yet closed, whether active or not (the
+    /// loop's own read-budget handle not counted).
     public var openHandleCount: Int {
-        var count = 0
-        withUnsafeMutablePointer(to: &count) { pointer in
-            uv_walk(raw, { _, arg in
-                arg!.assumingMemoryBound(to: Int.self).pointee += 1
+        var walk = (count: 0, own: budget.map { UnsafeRawPointer($0.handle) })
+        withUnsafeMutablePointer(to: &walk) { pointer in
+            uv_walk(raw, { handle, arg in
+                let walk = arg!.assumingMemoryBound(to: (count: Int, own: UnsafeRawPointer?).self)
+                if UnsafeRawPointer(handle) != walk.pointee.own { walk.pointee.count += 1 }
             }, pointer)
         }
-        return count
+        return walk.count
+    }
+
+    /// Pauses `stream`, which used its read budget, until this iteration's
+    /// I/O phase is over.
+    func pauseForBudget(_ stream: TCPStream) {
+        let budget = budget ?? ReadBudget(loop: self)
+        self.budget = budget
+        budget.pause(stream)
     }
 
     /// Closes the loop. Fails with `EBUSY` while any handle is still open:
     /// a successful close proves that nothing leaked.
     public func close() throws(UVError) {
+        if let budget {
+            // The loop's own handle: closed here, once the user's are gone.
+            guard openHandleCount == 0 else { throw UVError(UV_EBUSY.rawValue) }
+            budget.close()
+            self.budget = nil
+            uv_run(raw, UV_RUN_NOWAIT)  // runs its close callback
+        }
         try UVError.check(uv_loop_close(raw))
         closed = true
     }

@@ -16,8 +16,11 @@ public final class TCPStream: Handle {
 
     var queue = WriteQueue()
     var inFlight: PendingWrite?
-    /// True while reads are started.
+    /// True while reads are started (by the user: also while paused for
+    /// the loop's read budget, see ``ReadBudget``).
     public private(set) var isReading = false
+    /// True from a pause for the read budget until the loop renews it.
+    private(set) var isOverBudget = false
 
     /// Creates an unconnected TCP handle (see ``connect(to:_:)`` or ``TCPListener/accept()``).
     public init(loop: Loop) {
@@ -64,7 +67,10 @@ public final class TCPStream: Handle {
     /// Resumes reading with the callbacks given to ``startReading(onData:onEnd:)``.
     public func resumeReading() throws(UVError) {
         guard !isReading, !isClosing else { return }
-        try UVError.check(uv_read_start(typed(uv_stream_t.self), Trampolines.onAlloc, Trampolines.onRead))
+        // Over budget, the loop starts reads again after this iteration's I/O.
+        if !isOverBudget {
+            try UVError.check(uv_read_start(typed(uv_stream_t.self), Trampolines.onAlloc, Trampolines.onRead))
+        }
         isReading = true
     }
 
@@ -98,7 +104,25 @@ public final class TCPStream: Handle {
         queue.removeAll()
     }
 
-    func didRead(_ bytes: UnsafeRawBufferPointer) { onData?(bytes) }
+    func didRead(_ bytes: UnsafeRawBufferPointer) {
+        onData?(bytes)
+        // A read that filled its buffer may have more behind it, and libuv
+        // would read again in this iteration: that is the whole budget.
+        if bytes.count == loop.readSize, isReading, !isClosing {
+            uv_read_stop(typed(uv_stream_t.self))
+            isOverBudget = true
+            loop.pauseForBudget(self)
+        }
+    }
+
+    /// The next iteration begins: reads start again unless the user
+    /// stopped them meanwhile.
+    func budgetRenewed() {
+        isOverBudget = false
+        guard isReading, !isClosing else { return }
+        let result = uv_read_start(typed(uv_stream_t.self), Trampolines.onAlloc, Trampolines.onRead)
+        if result < 0 { didFailReading(UVError(result)) }
+    }
 
     func didFailReading(_ error: UVError) {
         // libuv stops reading by itself on EOF and errors.

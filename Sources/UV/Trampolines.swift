@@ -25,14 +25,18 @@ enum Trampolines {
         Prepare.from(raw!.pointee.data).fire()
     }
 
+    static let onCheck: uv_check_cb = { raw in
+        ReadBudget.from(raw!.pointee.data).fire()
+    }
+
     static let onConnection: uv_connection_cb = { raw, status in
         TCPListener.from(raw!.pointee.data).connectionArrived(status: status)
     }
 
     static let onAlloc: uv_alloc_cb = { raw, _, buf in
         let stream = TCPStream.from(raw!.pointee.data)
-        let buffer = stream.loop.readBuffer
-        buf!.pointee = uv_buf_init(buffer.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(buffer.count))
+        let loop = stream.loop
+        buf!.pointee = uv_buf_init(loop.readBuffer.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(loop.readSize))
     }
 
     static let onRead: uv_read_cb = { raw, nread, buf in

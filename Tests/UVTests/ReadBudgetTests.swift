@@ -1,0 +1,168 @@
+import Testing
+@testable import UV
+
+/// The per-iteration read budget (``ReadBudget``) on a real loop over
+/// loopback. Loop iterations are counted by a prepare handle, so the tests
+/// assert in which iteration bytes arrive, never how long anything took.
+/// Each test ends with `Loop.close()`: the budget's own handle is closed too.
+@Suite struct ReadBudgetTests {
+    static let budget = ReadBudget.bytesPerIteration
+
+    /// Connected pairs of streams on one loop, and an iteration counter.
+    final class Pairs {
+        let loop: Loop
+        let listener: TCPListener
+        let counter: Prepare
+        var iteration = 0
+        var clients: [TCPStream] = []
+        var servers: [TCPStream] = []
+
+        init(count: Int) throws {
+            loop = try Loop()
+            listener = TCPListener(loop: loop)
+            counter = Prepare(loop: loop)
+            counter.start { [unowned self] in iteration += 1 }
+            try listener.bind(SocketAddress(host: "127.0.0.1", port: 0))
+            try listener.listen { [unowned self] _ in
+                if let stream = try? listener.accept() { servers.append(stream) }
+            }
+            let address = try SocketAddress(host: "127.0.0.1", port: listener.localAddress!.port)
+            for _ in 0..<count {
+                let client = TCPStream(loop: loop)
+                client.connect(to: address) { error in #expect(error == nil) }
+                clients.append(client)
+            }
+            try run { servers.count == count }
+        }
+
+        /// Sends `payloads[i]` from client `i` and waits until the kernel
+        /// holds all of it: the server side starts reading with every byte
+        /// already waiting.
+        func send(_ payloads: [[UInt8]]) throws {
+            for (client, payload) in zip(clients, payloads) {
+                client.enqueue(OwnedBytes(payload))
+                client.flush()
+            }
+            try run { clients.allSatisfy(\.isDrained) }
+        }
+
+        /// Runs loop iterations until `done` (bounded, so a bug fails the test instead of hanging it).
+        func run(_ done: () -> Bool) throws {
+            var turns = 0
+            while !done() {
+                turns += 1
+                try #require(turns < 100_000, "the loop made no progress")
+                loop.runOnce()
+            }
+        }
+
+        func close() throws {
+            for stream in clients + servers { stream.close() }
+            listener.close()
+            counter.close()
+            loop.run()
+            try loop.close()
+        }
+    }
+
+    /// Deterministic bytes, different per stream, so order and origin show.
+    static func payload(_ count: Int, seed: UInt8) -> [UInt8] {
+        (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 8) ^ seed }
+    }
+
+    @Test func aLargeBacklogIsReadOverManyIterationsWhileAnotherStreamIsServed() throws {
+        let pairs = try Pairs(count: 2)
+        let large = Self.payload(16 * Self.budget, seed: 0x5A)
+        let small = Self.payload(100, seed: 0xA5)
+        try pairs.send([large, small])
+        var largeReceived: [UInt8] = []
+        var smallReceived: [UInt8] = []
+        var largeBytesPerIteration: [Int: Int] = [:]
+        var smallIteration: Int?
+        try pairs.servers[0].startReading(onData: { bytes in
+            largeReceived.append(contentsOf: bytes)
+            largeBytesPerIteration[pairs.iteration, default: 0] += bytes.count
+        }, onEnd: { _ in })
+        try pairs.servers[1].startReading(onData: { bytes in
+            smallReceived.append(contentsOf: bytes)
+            smallIteration = smallIteration ?? pairs.iteration
+        }, onEnd: { _ in })
+        try pairs.run { largeReceived.count == large.count && smallReceived.count == small.count }
+
+        #expect(largeReceived == large)
+        #expect(smallReceived == small)
+        #expect(largeBytesPerIteration.values.allSatisfy { $0 <= Self.budget })
+        #expect(largeBytesPerIteration.count >= large.count / Self.budget)
+        // The small stream was not kept waiting for the whole backlog.
+        let lastLarge = try #require(largeBytesPerIteration.keys.max())
+        #expect(try #require(smallIteration) < lastLarge)
+        try pairs.close()
+    }
+
+    /// Two streams with backlogs: in the first iteration the first one read
+    /// is paused for its budget, and the second one's callback stops it
+    /// then. It must stay stopped until resumed (`resumeAtOnce`: resumed in
+    /// the same callback, while still paused), then deliver the rest in order.
+    @Test(arguments: [false, true])
+    func aStreamStoppedWhilePausedStaysStopped(resumeAtOnce: Bool) throws {
+        let pairs = try Pairs(count: 2)
+        let payloads = [Self.payload(8 * Self.budget, seed: 1), Self.payload(8 * Self.budget, seed: 2)]
+        try pairs.send(payloads)
+        var received: [[UInt8]] = [[], []]
+        var stopped: Int?
+        var stoppedWhilePaused = false
+        var deliveredWhileStopped = 0
+        for index in 0..<2 {
+            let other = 1 - index
+            try pairs.servers[index].startReading(onData: { bytes in
+                if stopped == index { deliveredWhileStopped += 1 }
+                received[index].append(contentsOf: bytes)
+                if stopped == nil, !received[other].isEmpty {
+                    stopped = other
+                    stoppedWhilePaused = pairs.servers[other].isOverBudget
+                    pairs.servers[other].stopReading()
+                    if resumeAtOnce { try? pairs.servers[other].resumeReading() }
+                }
+            }, onEnd: { _ in })
+        }
+        try pairs.run { stopped != nil && received[1 - stopped!].count == payloads[1 - stopped!].count }
+        let index = try #require(stopped)
+        #expect(stoppedWhilePaused)
+        if resumeAtOnce {
+            try pairs.run { received[index].count == payloads[index].count }
+        } else {
+            #expect(deliveredWhileStopped == 0)
+            #expect(pairs.servers[index].isReading == false)
+            try pairs.servers[index].resumeReading()
+            try pairs.run { received[index].count == payloads[index].count }
+        }
+        #expect(received == payloads)
+        try pairs.close()
+    }
+
+    /// Stopping in the read callback (the server's own backpressure) wins
+    /// over the budget: the loop does not restart the stream.
+    @Test func stoppingInTheReadCallbackIsNotUndoneByTheBudget() throws {
+        let pairs = try Pairs(count: 2)
+        let payloads = [Self.payload(4 * Self.budget, seed: 3), Self.payload(4 * Self.budget, seed: 4)]
+        try pairs.send(payloads)
+        var received: [[UInt8]] = [[], []]
+        var deliveriesAfterStop = 0
+        var stopOnData = true
+        try pairs.servers[0].startReading(onData: { bytes in
+            if stopOnData, !received[0].isEmpty { deliveriesAfterStop += 1 }
+            received[0].append(contentsOf: bytes)
+            if stopOnData { pairs.servers[0].stopReading() }
+        }, onEnd: { _ in })
+        try pairs.servers[1].startReading(onData: { received[1].append(contentsOf: $0) }, onEnd: { _ in })
+        // The second stream needs several iterations: the first had as many turns.
+        try pairs.run { received[1].count == payloads[1].count }
+        #expect(deliveriesAfterStop == 0)
+        #expect(received[0].count <= Self.budget)
+        stopOnData = false
+        try pairs.servers[0].resumeReading()
+        try pairs.run { received[0].count == payloads[0].count }
+        #expect(received == payloads)
+        try pairs.close()
+    }
+}
