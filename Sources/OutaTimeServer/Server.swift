@@ -401,6 +401,12 @@ final class Server {
             } catch {
                 reply.set(.failure(error))
             }
+        case .blockLoop(let milliseconds, let done):
+            // By the monotonic clock, not one sleep: a signal may cut a
+            // sleep short, and the caller counts on the whole span.
+            let until = Loop.hrtime + UInt64(milliseconds) * 1_000_000
+            while Loop.hrtime < until { usleep(1000) }
+            done.set(())
         }
     }
 

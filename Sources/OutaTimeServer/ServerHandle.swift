@@ -95,6 +95,20 @@ extension ServerHandle {
     }
 }
 
+extension ServerHandle {
+    /// For tests: keeps the loop thread busy for `milliseconds`, as a burst
+    /// of work would, and returns once it has. Ticks due meanwhile are built
+    /// that much late, which makes tick lateness testable without hoping
+    /// for a busy machine. Internal: nothing but a test should stall the
+    /// loop. Returns false when the server has stopped.
+    func blockLoop(milliseconds: Int) -> Bool {
+        let done = OneShot<Void>()
+        guard sender.post(.blockLoop(milliseconds: milliseconds, done)) else { return false }
+        done.wait()
+        return true
+    }
+}
+
 /// Why ``ServerHandle/start(_:logger:)`` failed.
 public struct StartupError: Error, CustomStringConvertible, Sendable {
     /// The underlying error, as text.

@@ -16,6 +16,8 @@ final class Channel {
     var pipeline: CommitPipeline
     /// The tick series running now, if any.
     var ticks: TickProgress?
+    /// How late its recent ticks were (`stats`' `slowest_channels`).
+    var tickLateness = TickLatenessWindow()
     /// Sessions whose parked request runs again when the channel is ready
     /// (created, or its commits done).
     var waiters: [Session] = []

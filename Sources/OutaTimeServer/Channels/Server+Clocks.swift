@@ -64,8 +64,10 @@ extension Server {
         let outcome = channel.state.tick(at: clock.date(atLoopMilliseconds: due))
         if let push = outcome.push {
             let now = Loop.hrtime / 1_000_000
-            counters.countTick(due: due, now: now)
-            if recordsMetrics { metrics.tickLateness.record(Double(now > due ? now - due : 0) / 1000) }
+            let lateness = now > due ? now - due : 0
+            counters.countTick(latenessMs: lateness)
+            channel.tickLateness.record(latenessMs: lateness, at: now, windowMs: UInt64(config.slowChannelWindowMs))
+            if recordsMetrics { metrics.tickLateness.record(Double(lateness) / 1000) }
             broadcastTick(push, to: channel.key)
         }
         commitSystemEvents(outcome.events, on: channel)

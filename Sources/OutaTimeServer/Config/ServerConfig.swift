@@ -58,6 +58,12 @@ public struct ServerConfig: Sendable {
     /// channel only the newest waits, sent once its output has drained.
     /// Ticks alone never make a slow consumer.
     public var tickBacklogBytes = 64 << 10
+    /// The window of `stats`' `slowest_channels`: each channel keeps its
+    /// worst tick lateness and late ticks of the current window of this
+    /// length and of the one before, so a reading covers the last one to two
+    /// windows (ten seconds; tests lengthen it so that nothing expires
+    /// mid-test).
+    public var slowChannelWindowMs = 10_000
     /// Connections the server holds at once (open or closing, plain and
     /// TLS). One more is accepted and at once sent an `error` and `bye`
     /// `server_busy`, then closed, without reading it. The default,
@@ -171,6 +177,7 @@ public struct ServerConfig: Sendable {
                     "--flush-interval-us \(flushIntervalMicroseconds) is out of range (0…100000; 0 flushes every loop iteration)")
         try require((1024...(64 << 20)).contains(tickBacklogBytes),
                     "--tick-backlog-bytes \(tickBacklogBytes) is out of range (1024…67108864 bytes)")
+        try require(slowChannelWindowMs >= 1, "slowChannelWindowMs \(slowChannelWindowMs) must be at least 1")
         try require(maxConnections >= 1, "--max-connections \(maxConnections) must be at least 1")
         try require(maxConnectionsPerAddress >= 1,
                     "--max-connections-per-address \(maxConnectionsPerAddress) must be at least 1")

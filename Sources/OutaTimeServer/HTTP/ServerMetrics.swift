@@ -101,7 +101,7 @@ final class ServerMetrics {
         counter("outatime_store_writes_failed_total", writer.writesFailed,
                 help: "Store submissions that failed (their commands were answered internal)")
         counter("outatime_ticks_total", stats.ticks, help: "Tick pushes built")
-        counter("outatime_ticks_late_total", stats.ticksLate, help: "Ticks built more than 50 ms after they were due")
+        counter("outatime_ticks_late_total", stats.ticksLate, help: "Ticks built more than \(ServerCounters.lateTickMs) ms after they were due")
         counter("outatime_ticks_conflated_total", stats.ticksConflated,
                 help: "Ticks a slow connection never got (a newer one replaced them)")
         counter("outatime_channel_items_refused_total", stats.channelItemsRefused,

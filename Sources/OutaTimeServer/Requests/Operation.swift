@@ -79,7 +79,9 @@ extension Server {
         }
     }
 
-    func statsResult() -> StatsResult {
+    /// The counters; `slowest_channels` from the channels of `scope`, or
+    /// empty without one (`/metrics` names no channel, so it skips the scan).
+    func statsResult(slowestIn scope: ChannelScope? = nil) -> StatsResult {
         let writerStats = writer.stats
         return StatsResult(
             server: Self.version,
@@ -108,6 +110,7 @@ extension Server {
             ticksConflated: counters.ticksConflated,
             tickLatenessMaxMs: counters.tickLatenessMaxMs,
             tickLatenessTotalMs: counters.tickLatenessTotalMs,
+            slowestChannels: scope.map(slowestChannels(in:)) ?? [],
             closes: counters.closesByReason,
             connectionsRefused: counters.connectionsRefused,
             acceptErrors: counters.acceptErrors,

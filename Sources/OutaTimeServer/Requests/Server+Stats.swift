@@ -18,7 +18,7 @@ extension Server {
     func stats(_ request: Request, on session: Session) throws(ProtocolError) -> Handled {
         switch try request.optionalString("format", maxLength: 16) ?? "json" {
         case "json":
-            session.reply(request.id, statsResult())
+            session.reply(request.id, statsResult(slowestIn: session.scope))
         case "prometheus":
             recordsMetrics = true
             session.reply(request.id, PrometheusStatsResult(text: metricsText()))

@@ -14,4 +14,7 @@ enum ServerMessage: Sendable {
     case reloadRequested(ReloadAnswer)
     /// ``ServerHandle/reloadTLS(_:)``: new TLS files, and where the outcome goes.
     case reloadTLS(TLSFiles?, OneShot<Result<Void, TLSError>>)
+    /// ``ServerHandle/blockLoop(milliseconds:)`` (tests): keep the loop
+    /// busy this long, then say so.
+    case blockLoop(milliseconds: Int, OneShot<Void>)
 }

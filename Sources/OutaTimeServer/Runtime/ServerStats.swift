@@ -50,7 +50,7 @@ struct ServerCounters {
     /// Ticks a slow connection never got: a newer one of the same channel
     /// replaced them while its output drained (conflation).
     var ticksConflated = 0
-    /// Ticks built more than 50 ms after they were due (the loop was busy).
+    /// Ticks built more than ``lateTickMs`` after they were due (the loop was busy).
     var ticksLate = 0
     /// The most a tick was built after it was due, in ms.
     var tickLatenessMaxMs: UInt64 = 0
@@ -58,11 +58,16 @@ struct ServerCounters {
     /// from two readings).
     var tickLatenessTotalMs: UInt64 = 0
 
-    /// Counts a tick built at loop time `now` that was due at `due`.
-    mutating func countTick(due: UInt64, now: UInt64) {
-        let late = now > due ? now - due : 0
+    /// A tick built more than this many ms after it was due counts as late
+    /// (`ticks_late`, and per channel in `slowest_channels`): a few
+    /// milliseconds are the loop's ordinary jitter, 50 is a frame a viewer
+    /// can see stutter.
+    static let lateTickMs: UInt64 = 50
+
+    /// Counts a tick built `latenessMs` after it was due.
+    mutating func countTick(latenessMs late: UInt64) {
         ticks += 1
-        if late > 50 { ticksLate += 1 }
+        if late > Self.lateTickMs { ticksLate += 1 }
         tickLatenessMaxMs = max(tickLatenessMaxMs, late)
         tickLatenessTotalMs &+= late
     }
@@ -97,6 +102,9 @@ struct StatsResult: Encodable {
     var ticksConflated: Int
     var tickLatenessMaxMs: UInt64
     var tickLatenessTotalMs: UInt64
+    /// At most ``Server/slowestChannelsShown`` channels of the connection's
+    /// scope whose ticks ran late recently, worst first.
+    var slowestChannels: [SlowChannel]
     var closes: [String: Int]
     var connectionsRefused: [String: Int]
     var acceptErrors: [String: Int]
@@ -143,6 +151,7 @@ struct StatsResult: Encodable {
         case ticksConflated = "ticks_conflated"
         case tickLatenessMaxMs = "tick_lateness_max_ms"
         case tickLatenessTotalMs = "tick_lateness_total_ms"
+        case slowestChannels = "slowest_channels"
         case closes
         case connectionsRefused = "connections_refused"
         case acceptErrors = "accept_errors"

@@ -59,7 +59,9 @@ struct TopTests {
             let (help, overlay) = pane.wait(timeout: 5) { $0.contains("┌") && $0.contains("mean time a storage group took") }
             #expect(help, "screen:\n\(overlay)")
             pane.send("x")
-            let (hidden, after) = pane.wait(timeout: 5) { !$0.contains("┌") && $0.contains("BUSIEST CHANNELS") }
+            let (hidden, after) = pane.wait(timeout: 5) {
+                !$0.contains("┌") && $0.contains("BUSIEST CHANNELS") && $0.contains("SLOWEST CHANNELS")
+            }
             #expect(hidden, "any key hides the help; screen:\n\(after)")
 
             pane.send("q")
@@ -79,9 +81,11 @@ struct TopTests {
             let lines = run.stdout.split(separator: "\n").map(String.init)
             try #require(lines.count == 4, "stdout:\n\(run.stdout)")
             #expect(lines[0].split(separator: " ").prefix(5) == ["conns", "subs", "deliv/s", "cmds/s", "events/s"])
+            #expect(lines[0].split(separator: " ").suffix(2) == ["slow_ms", "slowest"])
             for line in lines.dropFirst() {
                 let cells = line.split(separator: " ")
-                #expect(cells.count == 12, "\(line)")
+                #expect(cells.count == 14, "\(line)")
+                #expect(cells.suffix(2) == ["-", "-"], "nothing ticks, so no channel is slow: \(line)")
                 #expect(cells.first == "1", "top's own connection: \(line)")
                 #expect(!line.contains("\u{1B}"), "no escape sequence when piped: \(line.debugDescription)")
             }

@@ -13,12 +13,17 @@ struct Top: ParsableCommand {
         discussion: """
             Reads the server's stats every --interval and shows its connections, deliveries/s, \
             commands/s, events committed/s, the mean commit time, tick lateness, the storage \
-            backlog and the busiest channels (events/s, from list: the first 1000 channels by \
-            name, read less often above 1000 channels). Rates are the growth of a counter between \
+            backlog, the busiest channels (events/s, from list: the first 1000 channels by \
+            name, read less often above 1000 channels) and the slowest channels: the server's \
+            five channels whose ticks ran latest over the last 10–20 s, with their worst \
+            lateness and their ticks built more than 50 ms late (a scoped token sees only its \
+            channels). Rates are the growth of a counter between \
             two readings. On a terminal: ? shows what each figure means, q or Ctrl-C quits; \
             a lost connection is retried. When stdout is not a terminal it prints a header, \
             then one line per interval (the first after two readings), like redis-cli --stat; \
-            --count ends it. Set NO_COLOR (any value) for no colours. Needs role watch.
+            --count ends it. Its last two columns are the slowest channel's worst lateness \
+            (slow_ms) and its name (slowest), - when no channel's ticks ran late. \
+            Set NO_COLOR (any value) for no colours. Needs role watch.
 
             Examples:
               outatime top

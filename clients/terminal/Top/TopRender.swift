@@ -22,6 +22,8 @@ struct TopBoard {
         "tick late      mean lateness of the ticks built (max: since start)",
         "backlog        storage writes not yet committed",
         "busiest        channels by events/s (from list: the first 1000 by name)",
+        "slowest        channels by their worst tick lateness over the last 10–20 s",
+        "               (from stats, at most 5), with their ticks built > 50 ms late",
         "",
         "?  show or hide this help (any key hides it)    q, Ctrl-C  quit",
         "Colours: off when NO_COLOR is set (no-color.org).",
@@ -102,18 +104,38 @@ enum TopRender {
         } else {
             out.append("  waiting for the first reading…")
         }
-        if board.channelRows > 0 {
+        // Both tables under the readings: when they do not fit, each keeps
+        // its title and gets a share of the rows, so neither disappears.
+        let busiest = board.channelRows > 0 ? Array(channels.rows.prefix(board.channelRows)) : nil
+        let slowest = sample?.slowestChannels ?? []
+        let tableLines = max(0, height - 2 - out.count) - (busiest == nil ? 0 : 3) - 3
+        let (busyRows, slowRows) = shareRows(tableLines, max(1, busiest?.count ?? 0), max(1, slowest.count))
+        if let busiest {
             out.append("")
             let scope = channels.partial ? " (of the first 1000 channels by name)" : ""
             out.append(ANSI.bold + "BUSIEST CHANNELS" + ANSI.reset + ANSI.dim + scope + ANSI.reset)
             out.append(ANSI.dim + "  " + DisplayWidth.fit("CHANNEL", 40) + DisplayWidth.fit("EVENTS/S", 10, right: true)
                 + DisplayWidth.fit("SEQ", 10, right: true) + DisplayWidth.fit("WATCHERS", 10, right: true) + ANSI.reset)
-            let shown = channels.rows.prefix(board.channelRows)
-            if shown.isEmpty { out.append("  no channels") }
-            for entry in shown {
+            if busiest.isEmpty { out.append("  no channels") }
+            for entry in busiest.prefix(busyRows) {
                 out.append("  " + DisplayWidth.fit(entry.channel, 40) + DisplayWidth.fit(TopFormat.rate(entry.eventsPerSecond), 10, right: true)
                     + DisplayWidth.fit("\(entry.seq)", 10, right: true) + DisplayWidth.fit("\(entry.watchers)", 10, right: true))
             }
+        }
+        out.append("")
+        out.append(ANSI.bold + "SLOWEST CHANNELS" + ANSI.reset + ANSI.dim + " (worst tick lateness, last 10–20 s)" + ANSI.reset)
+        out.append(ANSI.dim + "  " + DisplayWidth.fit("CHANNEL", 40) + DisplayWidth.fit("WORST LATE", 12, right: true)
+            + DisplayWidth.fit("LATE TICKS", 12, right: true) + ANSI.reset)
+        if sample == nil {
+            out.append("  —")
+        } else if sample?.slowestChannels == nil {
+            out.append("  not reported by this server")
+        } else if slowest.isEmpty {
+            out.append("  no channel's ticks ran late")
+        }
+        for entry in slowest.prefix(slowRows) {
+            out.append("  " + DisplayWidth.fit(entry.channel, 40) + DisplayWidth.fit("\(entry.latenessMaxMs) ms", 12, right: true)
+                + DisplayWidth.fit("\(entry.ticksLate)", 12, right: true))
         }
         var screen = Array(out.prefix(max(0, height - 2)).map { ANSI.clip($0, width) })
         while screen.count < height - 2 { screen.append("") }
@@ -124,6 +146,18 @@ enum TopRender {
         }
         return screen
     }
+
+    /// Rows for two tables that need `first` and `second` rows and share
+    /// `lines`: each its need when both fit; otherwise half each, a table
+    /// needing less than half leaving the rest to the other. At least one
+    /// row each (the screen's bottom clips the rest).
+    static func shareRows(_ lines: Int, _ first: Int, _ second: Int) -> (Int, Int) {
+        if first + second <= lines { return (first, second) }
+        let half = max(1, lines / 2)
+        if first <= half { return (first, max(1, lines - first)) }
+        if second <= half { return (max(1, lines - second), second) }
+        return (max(1, lines - half), half)
+    }
 }
 
 /// Line mode (stdout not a terminal): a header, then one line per reading,
@@ -131,11 +165,14 @@ enum TopRender {
 enum TopLines {
     static let columns: [(String, Int)] = [
         ("conns", 6), ("subs", 6), ("deliv/s", 9), ("cmds/s", 8), ("events/s", 9), ("commit_ms", 10),
-        ("ticks/s", 8), ("late_ms", 8), ("backlog", 8), ("in/s", 10), ("out/s", 10), ("rss", 10),
+        ("ticks/s", 8), ("late_ms", 8), ("backlog", 8), ("in/s", 10), ("out/s", 10), ("rss", 10), ("slow_ms", 8),
     ]
 
+    /// The fixed columns, then `slowest`: the channel whose ticks ran
+    /// latest recently, left-aligned and last, since a name has no fixed
+    /// width (one word: a channel name has no space).
     static var header: String {
-        columns.map { DisplayWidth.fit($0.0, $0.1, right: true) }.joined(separator: " ")
+        columns.map { DisplayWidth.fit($0.0, $0.1, right: true) }.joined(separator: " ") + " slowest"
     }
 
     static func line(_ rates: TopRates) -> String {
@@ -148,7 +185,9 @@ enum TopLines {
             "\(s.int("store_backlog"))", TopFormat.bytes(rates.perSecond("bytes_in")).replacingOccurrences(of: " ", with: ""),
             TopFormat.bytes(rates.perSecond("bytes_out")).replacingOccurrences(of: " ", with: ""),
             TopFormat.bytes(Double(s.int("rss_bytes"))).replacingOccurrences(of: " ", with: ""),
+            s.slowestChannels?.first.map { "\($0.latenessMaxMs)" } ?? "-",
         ]
-        return zip(columns, values).map { DisplayWidth.fit($1, $0.1, right: true) }.joined(separator: " ")
+        let slowest = s.slowestChannels?.first.map { DisplayWidth.sanitized($0.channel) } ?? "-"
+        return zip(columns, values).map { DisplayWidth.fit($1, $0.1, right: true) }.joined(separator: " ") + " " + slowest
     }
 }

@@ -8,11 +8,32 @@ struct TopSample {
 
     func int(_ key: String) -> Int { Int(stats[key]?.number ?? 0) }
 
+    /// `slowest_channels`: the channels whose ticks ran late recently, worst
+    /// first, as the server ranked them; nil from a server that does not
+    /// report them (before issue 14).
+    var slowestChannels: [SlowChannel]? {
+        guard let entries = stats["slowest_channels"]?.array else { return nil }
+        return entries.compactMap { entry in
+            guard let channel = entry["channel"]?.text else { return nil }
+            return SlowChannel(channel: channel, latenessMaxMs: Int(entry["tick_lateness_max_ms"]?.number ?? 0),
+                               ticksLate: Int(entry["ticks_late"]?.number ?? 0))
+        }
+    }
+
     /// Whether `later` continues this reading's counters (not a restarted server).
     func isContinued(by later: TopSample) -> Bool {
         later.int("uptime_s") >= int("uptime_s") && later.int("connections_accepted") >= int("connections_accepted")
             && later.int("events_committed") >= int("events_committed")
     }
+}
+
+/// One entry of `stats`' `slowest_channels`.
+struct SlowChannel: Equatable {
+    var channel: String
+    /// The worst lateness of its ticks over the server's window, ms.
+    var latenessMaxMs: Int
+    /// Its ticks built more than 50 ms late over the window.
+    var ticksLate: Int
 }
 
 /// Rates between two readings: what `top` shows beside the counters.
