@@ -28,8 +28,14 @@ extension Server {
     /// bounded however many channels tick.
     static let slowestChannelsShown = 5
 
-    /// The channels of `scope` whose ticks were late recently (a non-zero
-    /// worst lateness in the window), worst first, at most
+    /// Lateness at or under this many ms is not listed: a tick is built
+    /// within the millisecond it is due, and reading the clocks in whole
+    /// milliseconds makes nearly every ticking channel 1 ms "late", which
+    /// would fill the list with noise on a healthy server.
+    static let slowestChannelsFloorMs: UInt64 = 1
+
+    /// The channels of `scope` whose ticks were late recently (a worst
+    /// lateness over ``slowestChannelsFloorMs`` in the window), worst first, at most
     /// ``slowestChannelsShown``. One pass over the channels, keeping the
     /// few worst: O(channels), paid by `stats` only (never per tick, never
     /// by `/metrics`, which names no channel). Scoped like `list`, so a
@@ -41,7 +47,7 @@ extension Server {
         worst.reserveCapacity(Self.slowestChannelsShown + 1)
         for channel in channels.values {
             let reading = channel.tickLateness.reading(at: now, windowMs: windowMs)
-            guard reading.maxMs > 0 else { continue }
+            guard reading.maxMs > Self.slowestChannelsFloorMs else { continue }
             let entry = SlowChannel(channel: channel.key, tickLatenessMaxMs: reading.maxMs, ticksLate: reading.late)
             if worst.count == Self.slowestChannelsShown, let last = worst.last, !entry.isWorse(than: last) { continue }
             guard scope.allows(channel.name) else { continue }
