@@ -50,6 +50,29 @@ public struct PingResult: Codable, Sendable, Hashable {
     }
 }
 
+/// One entry of `stats`' `slowest_channels`: a channel whose ticks ran
+/// late recently (PROTOCOL.md §6.10).
+public struct SlowChannel: Codable, Sendable, Hashable {
+    public var channel: String
+    /// The most one of its ticks was built after it was due, in ms, over
+    /// the server's window (the last 10 to 20 seconds).
+    public var tickLatenessMaxMs: UInt64
+    /// Its ticks built more than 50 ms after they were due, over the window.
+    public var ticksLate: Int
+
+    public init(channel: String, tickLatenessMaxMs: UInt64, ticksLate: Int) {
+        self.channel = channel
+        self.tickLatenessMaxMs = tickLatenessMaxMs
+        self.ticksLate = ticksLate
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case channel
+        case tickLatenessMaxMs = "tick_lateness_max_ms"
+        case ticksLate = "ticks_late"
+    }
+}
+
 /// One entry of ``ListResult``.
 public struct ChannelSummary: Codable, Sendable, Hashable {
     /// The channel, in its `kind/name` form.

@@ -1,21 +1,7 @@
+import OutaTimeProtocol
 import UV
 
-/// One entry of `stats`' `slowest_channels` (snake_case on the wire).
-struct SlowChannel: Encodable, Equatable {
-    var channel: String
-    /// The most one of its ticks was built after it was due, in ms, over
-    /// the window (``ServerConfig/slowChannelWindowMs``).
-    var tickLatenessMaxMs: UInt64
-    /// Its ticks built more than ``ServerCounters/lateTickMs`` late, over
-    /// the window.
-    var ticksLate: Int
-
-    enum CodingKeys: String, CodingKey {
-        case channel
-        case tickLatenessMaxMs = "tick_lateness_max_ms"
-        case ticksLate = "ticks_late"
-    }
-
+extension SlowChannel {
     /// Worst first: the larger lateness, then more late ticks, then the
     /// name, so that equal channels come in a stable order.
     func isWorse(than other: SlowChannel) -> Bool {

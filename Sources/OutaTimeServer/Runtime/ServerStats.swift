@@ -1,3 +1,4 @@
+import OutaTimeProtocol
 import Foundation
 
 /// Counters reported by `stats`; plain integers owned by the loop thread.

@@ -134,7 +134,7 @@ enum TopRender {
             out.append("  no channel's ticks ran late")
         }
         for entry in slowest.prefix(slowRows) {
-            out.append("  " + DisplayWidth.fit(entry.channel, 40) + DisplayWidth.fit("\(entry.latenessMaxMs) ms", 12, right: true)
+            out.append("  " + DisplayWidth.fit(entry.channel, 40) + DisplayWidth.fit("\(entry.tickLatenessMaxMs) ms", 12, right: true)
                 + DisplayWidth.fit("\(entry.ticksLate)", 12, right: true))
         }
         var screen = Array(out.prefix(max(0, height - 2)).map { ANSI.clip($0, width) })
@@ -185,7 +185,7 @@ enum TopLines {
             "\(s.int("store_backlog"))", TopFormat.bytes(rates.perSecond("bytes_in")).replacingOccurrences(of: " ", with: ""),
             TopFormat.bytes(rates.perSecond("bytes_out")).replacingOccurrences(of: " ", with: ""),
             TopFormat.bytes(Double(s.int("rss_bytes"))).replacingOccurrences(of: " ", with: ""),
-            s.slowestChannels?.first.map { "\($0.latenessMaxMs)" } ?? "-",
+            s.slowestChannels?.first.map { "\($0.tickLatenessMaxMs)" } ?? "-",
         ]
         let slowest = s.slowestChannels?.first.map { DisplayWidth.sanitized($0.channel) } ?? "-"
         return zip(columns, values).map { DisplayWidth.fit($1, $0.1, right: true) }.joined(separator: " ") + " " + slowest

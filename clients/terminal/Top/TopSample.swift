@@ -1,3 +1,4 @@
+import Foundation
 import OutaTimeProtocol
 
 /// One `stats` reading, with the client's clock when it came.
@@ -12,12 +13,9 @@ struct TopSample {
     /// first, as the server ranked them; nil from a server that does not
     /// report them (before issue 14).
     var slowestChannels: [SlowChannel]? {
-        guard let entries = stats["slowest_channels"]?.array else { return nil }
-        return entries.compactMap { entry in
-            guard let channel = entry["channel"]?.text else { return nil }
-            return SlowChannel(channel: channel, latenessMaxMs: Int(entry["tick_lateness_max_ms"]?.number ?? 0),
-                               ticksLate: Int(entry["ticks_late"]?.number ?? 0))
-        }
+        guard let entries = stats["slowest_channels"], entries.array != nil else { return nil }
+        // Through the protocol's own Codable type; a malformed list reads as none.
+        return (try? JSONDecoder().decode([SlowChannel].self, from: JSONEncoder().encode(entries))) ?? []
     }
 
     /// Whether `later` continues this reading's counters (not a restarted server).
@@ -25,15 +23,6 @@ struct TopSample {
         later.int("uptime_s") >= int("uptime_s") && later.int("connections_accepted") >= int("connections_accepted")
             && later.int("events_committed") >= int("events_committed")
     }
-}
-
-/// One entry of `stats`' `slowest_channels`.
-struct SlowChannel: Equatable {
-    var channel: String
-    /// The worst lateness of its ticks over the server's window, ms.
-    var latenessMaxMs: Int
-    /// Its ticks built more than 50 ms late over the window.
-    var ticksLate: Int
 }
 
 /// Rates between two readings: what `top` shows beside the counters.
