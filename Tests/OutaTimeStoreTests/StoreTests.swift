@@ -184,6 +184,35 @@ import Testing
         #expect(try store.history(channel: "laps/a", after: 65, limit: 2).map(\.seq) == [66, 67])
     }
 
+    @Test("a fold copies only the events the pruning keeps: the newest `limit`, and those after the stored state")
+    func foldCopiesOnlySurvivors() throws {
+        let temp = try TemporaryStore()
+        let store = temp.store
+        try store.apply([.createChannel(.fresh("laps/a")), .createChannel(.fresh("laps/b")),
+                         .createChannel(.fresh("laps/c"))], foldEvery: 1_000)
+        // a: 100 events with states, limit 10: 10 survive. b: its state is as
+        // of 30, so 31…100 survive (loading replays them). c: 5, all survive.
+        try store.apply([.events("laps/a", from: 1, to: 100), .events("laps/b", from: 1, to: 30),
+                         .stateless("laps/c", 1)], foldEvery: 1_000)
+        let withoutState = (31...100).map { StoreWrite.stateless("laps/b", Int64($0)) }
+        try store.apply(withoutState + (2...5).map { .stateless("laps/c", Int64($0)) }, foldEvery: 1_000)
+        try store.foldTail(historyLimit: 10)
+
+        #expect(try store.history(channel: "laps/a", after: 0, limit: 1_000).map(\.seq) == Array(91...100))
+        #expect(try store.history(channel: "laps/b", after: 0, limit: 1_000).map(\.seq) == Array(31...100))
+        #expect(try store.history(channel: "laps/c", after: 0, limit: 1_000).map(\.seq) == Array(1...5))
+        // Row ids count the rows inserted: 10 + 70 + 5, not the 205 the tail held.
+        let (rows, lastID) = try store.pool.read { db in
+            (try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM event_log"),
+             try Int.fetchOne(db, sql: "SELECT MAX(id) FROM event_log"))
+        }
+        #expect(rows == 85)
+        #expect(lastID == 85, "nothing was copied and then deleted")
+        #expect(try store.oldestRetainedSeq(channel: "laps/a") == 91)
+        // A reopened store loads each channel at its seq.
+        #expect(try temp.reopen().loadChannels().map(\.seq) == [100, 100, 5])
+    }
+
     @Test("an append without a state writes only the tail; every reader takes the seq from the log")
     func seqBetweenFoldsComesFromTheLog() throws {
         let temp = try TemporaryStore()

@@ -284,34 +284,27 @@ extension Store {
         return seq
     }
 
-    /// Moves every tail row into the indexed log (`event_log`, one run per
-    /// channel in `event_runs`), brings the `seq` of the channels they belong
-    /// to up to date and prunes those channels down to `historyLimit` events.
+    /// Moves the tail into the indexed log (`event_log`, one run per channel
+    /// in `event_runs`), brings the `seq` of the channels it holds up to
+    /// date and prunes those channels down to `historyLimit` events.
+    ///
+    /// Only the events that survive the pruning are copied: a busy channel's
+    /// tail rows older than its newest `historyLimit` are dropped with the
+    /// tail instead of being moved and deleted again. One connection
+    /// pipelining to one channel folds 8,192 events of which 1,000 stay, so
+    /// this copies an eighth of what it did (docs/BENCHMARKS.md, session 9).
     static func foldTail(historyLimit: Int?, in db: Database) throws {
         // Ordered as the INSERT below orders the rows, so that each
         // channel's first row id follows from the counts before it.
         let groups = try Row.fetchAll(db, sql: """
-            SELECT channel, MIN(seq) AS first, MAX(seq) AS last, COUNT(*) AS count
-            FROM event_tail GROUP BY channel ORDER BY channel
+            SELECT t.channel, MIN(t.seq) AS first, MAX(t.seq) AS last, COUNT(*) AS count,
+                   COALESCE(c.state_seq, 0) AS state_seq
+            FROM event_tail t LEFT JOIN channels c ON c.name = t.channel
+            GROUP BY t.channel ORDER BY t.channel
             """)
         guard !groups.isEmpty else { return }
-        let before = try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(id), 0) FROM event_log") ?? 0
-        try db.execute(sql: """
-            INSERT INTO event_log (channel, seq, event, data, at)
-            SELECT channel, seq, event, data, at FROM event_tail ORDER BY channel, seq
-            """)
-        try db.execute(sql: "DELETE FROM event_tail")
-        let addRun = try db.cachedStatement(sql: """
-            INSERT INTO event_runs (channel, first_seq, last_seq, first_id) VALUES (?, ?, ?, ?)
-            """)
-        // The rows' seqs catch up with their logs (appends leave them alone),
-        // and each channel keeps its newest `historyLimit` events — never
-        // the events after its stored state: loading needs them.
-        let catchUp = try db.cachedStatement(sql: "UPDATE channels SET seq = ?, updated_at = ? WHERE name = ? AND seq < ?")
-        let stateSeq = try db.cachedStatement(sql: "SELECT state_seq FROM channels WHERE name = ?")
-        let now = Date().formatted(.iso8601)
-        var nextID = before + 1
-        for group in groups {
+        struct Group { var channel: String; var first: Int64; var last: Int64; var cutoff: Int64 }
+        let folded = try groups.map { group -> Group in
             let channel: String = group["channel"]
             let first: Int64 = group["first"]
             let last: Int64 = group["last"]
@@ -321,12 +314,47 @@ extension Store {
             guard count == last - first + 1 else {
                 throw StoreError.invalidEvents(channel: channel, reason: "the tail holds \(count) events for seqs \(first)…\(last)")
             }
-            try addRun.execute(arguments: [channel, first, last, nextID])
-            nextID += count
-            try catchUp.execute(arguments: [last, now, channel, last])
-            if let historyLimit, last > Int64(historyLimit) {
-                let stored = try Int64.fetchOne(stateSeq, arguments: [channel]) ?? 0
-                try trimLog(of: channel, through: min(last - Int64(historyLimit), stored), in: db)
+            // Events up to `cutoff` are pruned: all but the newest
+            // `historyLimit`, and never one after the stored state (loading
+            // replays those).
+            let stateSeq: Int64 = group["state_seq"]
+            let cutoff = historyLimit.map { min(last - Int64($0), stateSeq) } ?? 0
+            return Group(channel: channel, first: first, last: last, cutoff: cutoff)
+        }
+        let before = try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(id), 0) FROM event_log") ?? 0
+        // Each channel's first kept seq, joined to the tail by the copy.
+        try db.execute(sql: """
+            CREATE TEMP TABLE IF NOT EXISTS fold_keep (channel TEXT PRIMARY KEY NOT NULL, keep_from INTEGER NOT NULL) WITHOUT ROWID
+            """)
+        try db.execute(sql: "DELETE FROM temp.fold_keep")
+        let keep = try db.cachedStatement(sql: "INSERT INTO temp.fold_keep (channel, keep_from) VALUES (?, ?)")
+        for group in folded {
+            try keep.execute(arguments: [group.channel, max(group.first, group.cutoff + 1)])
+        }
+        try db.execute(sql: """
+            INSERT INTO event_log (channel, seq, event, data, at)
+            SELECT t.channel, t.seq, t.event, t.data, t.at
+            FROM event_tail t JOIN temp.fold_keep k ON k.channel = t.channel AND t.seq >= k.keep_from
+            ORDER BY t.channel, t.seq
+            """)
+        try db.execute(sql: "DELETE FROM event_tail")
+        let addRun = try db.cachedStatement(sql: """
+            INSERT INTO event_runs (channel, first_seq, last_seq, first_id) VALUES (?, ?, ?, ?)
+            """)
+        // The rows' seqs catch up with their logs (appends leave them alone),
+        // and the logged events up to the cutoff go.
+        let catchUp = try db.cachedStatement(sql: "UPDATE channels SET seq = ?, updated_at = ? WHERE name = ? AND seq < ?")
+        let now = Date().formatted(.iso8601)
+        var nextID = before + 1
+        for group in folded {
+            let keepFrom = max(group.first, group.cutoff + 1)
+            if keepFrom <= group.last {
+                try addRun.execute(arguments: [group.channel, keepFrom, group.last, nextID])
+                nextID += group.last - keepFrom + 1
+            }
+            try catchUp.execute(arguments: [group.last, now, group.channel, group.last])
+            if group.cutoff > 0 {
+                try trimLog(of: group.channel, through: group.cutoff, in: db)
             }
         }
     }
