@@ -213,6 +213,53 @@ import Testing
         #expect(try temp.reopen().loadChannels().map(\.seq) == [100, 100, 5])
     }
 
+    @Test("commits leave the checkpoint to checkpointIfDue, up to four times its threshold")
+    func checkpointsWaitForTheWriterUpToASafetyNet() throws {
+        let temp = try TemporaryStore()
+        let store = temp.store
+        try store.apply([.createChannel(.fresh("laps/a"))])
+        let data = JSONText("\"" + String(repeating: "x", count: 3_000) + "\"")
+        var seq: Int64 = 0
+        func commit() throws {  // ten 3 kB events: several pages a commit
+            let events = (1...10).map { offset in
+                EventRecord(channel: "laps/a", seq: seq + Int64(offset), event: "tested", data: data, at: "t")
+            }
+            seq += 10
+            try store.apply([.appendEvents(channel: "laps/a", seq: seq, state: nil, events: events)], foldEvery: 1_000_000)
+        }
+        let threshold = Store.checkpointFrames
+        var commits = 0
+        while store.walFrames.value < threshold && commits < 2_000 {
+            try commit()
+            commits += 1
+        }
+        #expect(store.walFrames.value >= threshold, "\(commits) commits")
+        // Past the threshold, commits do not checkpoint: the WAL keeps growing.
+        let before = store.walFrames.value
+        try commit()
+        #expect(store.walFrames.value > before)
+
+        try store.checkpointIfDue()
+        #expect(store.walFrames.value == 0)
+        try commit()
+        #expect((1..<threshold / 10).contains(store.walFrames.value), "the WAL starts over after the checkpoint")
+        try store.checkpointIfDue()  // below the threshold: nothing to do
+        #expect(store.walFrames.value > 0)
+
+        // Nobody calls checkpointIfDue: at four times the threshold the
+        // commit checkpoints itself and the next one starts the WAL over.
+        var largest: Int32 = 0
+        for _ in 0..<3_000 {
+            try commit()
+            largest = max(largest, store.walFrames.value)
+            if store.walFrames.value < largest { break }
+        }
+        #expect(largest >= 4 * threshold)
+        #expect(store.walFrames.value < threshold / 10, "largest \(largest)")
+        #expect(try store.history(channel: "laps/a", after: seq - 3, limit: 10).map(\.seq) == [seq - 2, seq - 1, seq])
+        #expect(try temp.reopen().channel(named: "laps/a")?.seq == seq)
+    }
+
     @Test("an append without a state writes only the tail; every reader takes the seq from the log")
     func seqBetweenFoldsComesFromTheLog() throws {
         let temp = try TemporaryStore()

@@ -21,6 +21,9 @@ public final class Store: Sendable {
     let knownSeqs = Mutex<[String: Int64]>([:])
     /// JSON text bytes committed (states, event data), for ``textBytesWritten``.
     let textBytes = Mutex<Int>(0)
+    /// Frames in the WAL after the writer connection's last commit, set by
+    /// its WAL hook (see ``checkpointIfDue()``).
+    let walFrames = WALFrameCount()
 
     /// Bytes of JSON text (stored states and event data) committed since
     /// the store was opened: what one command costs in storage, before
@@ -56,6 +59,7 @@ public final class Store: Sendable {
             // pages at each fold; SQLite's default 2 MiB page cache made it
             // read them back from the file (docs/BENCHMARKS.md).
             try db.execute(sql: "PRAGMA cache_size = -\(Self.writerCacheKiB)")
+            walFrames.install(on: db)
         }
         try StoreSchema.migrator.migrate(pool)
         // Start with the whole log indexed: loading reads every channel's
@@ -143,6 +147,28 @@ public final class Store: Sendable {
     }
 
     static let durableSync = "PRAGMA synchronous = FULL"
+
+    /// WAL frames after which ``checkpointIfDue()`` copies the WAL into the
+    /// database: SQLite's own default (`wal_autocheckpoint`).
+    public static let checkpointFrames: Int32 = 1_000
+
+    /// Copies the WAL into the database file (a passive checkpoint: it does
+    /// not wait for readers) once it holds ``checkpointFrames`` frames or
+    /// more; otherwise does nothing.
+    ///
+    /// SQLite would checkpoint inside the commit that crossed the threshold,
+    /// so that the commands of that commit waited for it (a few
+    /// milliseconds: hundreds of pages copied and the database file synced).
+    /// The group-commit writer calls this after it has reported the commit
+    /// instead. Commits still checkpoint themselves, as SQLite does, if the
+    /// WAL reaches four times the threshold (nobody called this).
+    public func checkpointIfDue() throws {
+        guard walFrames.value >= Self.checkpointFrames else { return }
+        try pool.writeWithoutTransaction { db in
+            _ = try db.checkpoint(.passive)
+        }
+        walFrames.value = 0
+    }
 
     /// The writer connection's page cache, in KiB.
     static let writerCacheKiB = 32 * 1024

@@ -120,6 +120,9 @@ private struct WriterLoop: Sendable {
                     inbox.recordFold(failed: true)
                 }
             }
+            // Also after reporting, for the same reason; a failure is
+            // harmless (the WAL just grows until the next one succeeds).
+            try? store.checkpointIfDue()
         }
         inbox.markFinished()
     }
