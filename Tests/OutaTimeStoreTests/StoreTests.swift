@@ -213,6 +213,39 @@ import Testing
         #expect(try temp.reopen().loadChannels().map(\.seq) == [100, 100, 5])
     }
 
+    @Test("a fold takes the tail's seqs from the writer's memory and refuses a tail that does not match it")
+    func foldChecksTheTailAgainstWhatTheWriterKnows() throws {
+        let temp = try TemporaryStore()
+        let store = temp.store
+        try store.apply([.createChannel(.fresh("laps/a")), .createChannel(.fresh("laps/b")),
+                         .events("laps/a", from: 1, to: 5), .stateless("laps/b", 1)], foldEvery: 1_000)
+        #expect(store.tailSeqs.withLock { $0 } == ["laps/a": 1...5, "laps/b": 1...1])
+        // A failed write leaves the memory as it was.
+        #expect(throws: StoreError.self) {
+            try store.apply([.events("laps/a", from: 6, to: 7), .stateless("laps/b", 5)], foldEvery: 1_000)
+        }
+        #expect(store.tailSeqs.withLock { $0 } == ["laps/a": 1...5, "laps/b": 1...1])
+
+        // A row put in the tail behind the store's back: the fold is refused
+        // whole, and nothing moves.
+        try store.pool.write { db in
+            try db.execute(sql: "INSERT INTO event_tail (channel, seq, event, data, at) VALUES ('laps/b', 2, 'x', '{}', 't')")
+        }
+        #expect(throws: StoreError.self) { try store.foldTail(historyLimit: 10) }
+        let counts = try store.pool.read { db in
+            (try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM event_tail"), try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM event_log"))
+        }
+        #expect(counts.0 == 7 && counts.1 == 0)
+
+        // Reopened, the store reads the tail itself and folds it whole.
+        let reopened = try temp.reopen()
+        #expect(try reopened.history(channel: "laps/b", after: 0, limit: 10).map(\.seq) == [1, 2])
+        #expect(reopened.tailSeqs.withLock { $0.isEmpty })
+        try reopened.apply([.stateless("laps/b", 3)], foldEvery: 1)
+        #expect(try reopened.history(channel: "laps/b", after: 0, limit: 10).map(\.seq) == [1, 2, 3])
+        #expect(reopened.tailSeqs.withLock { $0.isEmpty }, "an inline fold empties it")
+    }
+
     @Test("commits leave the checkpoint to checkpointIfDue, up to four times its threshold")
     func checkpointsWaitForTheWriterUpToASafetyNet() throws {
         let temp = try TemporaryStore()

@@ -36,34 +36,47 @@ extension Store {
                       foldLater: Bool = false) throws -> Bool {
         precondition(historyLimit.map { $0 >= 1 } ?? true, "historyLimit must be at least 1")
         precondition(foldEvery >= 1, "foldEvery must be at least 1")
-        // Holding the lock for the transaction costs nothing: GRDB serialises
-        // writes on one connection anyway.
+        // Holding the locks for the transaction costs nothing: GRDB
+        // serialises writes on one connection anyway.
         return try knownSeqs.withLock { known in
-            // Updated in place, one dictionary access per write (hashing the
-            // channel names was ≈ 5,000 instructions per event with a
-            // separate dictionary merged after the commit); a failed
-            // transaction puts back everything it changed or learned.
-            var undo: [(channel: String, seq: Int64?)] = []
-            var foldDue = false
-            var bytes = 0
-            do {
-                try pool.write { db in
-                    bytes = 0
-                    foldDue = try Self.apply(writes, historyLimit: historyLimit, foldEvery: foldEvery,
-                                             foldLater: foldLater, in: db, textBytes: &bytes) { channel, newSeq in
-                        try Self.exchangeSeq(&known[channel, default: Self.unknownSeq], of: channel, for: newSeq,
-                                             undo: &undo, in: db)
+            try tailSeqs.withLock { tail in
+                // Updated in place, one dictionary access per write (hashing
+                // the channel names was ≈ 5,000 instructions per event with a
+                // separate dictionary merged after the commit); a failed
+                // transaction puts back everything it changed or learned.
+                var undo: [(channel: String, seq: Int64?)] = []
+                var tailUndo: [(channel: String, seqs: ClosedRange<Int64>?)] = []
+                var foldDue = false
+                var foldedHere = false
+                var bytes = 0
+                do {
+                    try pool.write { db in
+                        bytes = 0
+                        foldDue = try Self.apply(writes, foldEvery: foldEvery, in: db, textBytes: &bytes) { channel, newSeq in
+                            try Self.exchangeSeq(&known[channel, default: Self.unknownSeq], of: channel, for: newSeq,
+                                                 undo: &undo, in: db)
+                        } appended: { channel, seqs in
+                            let before = tail[channel]
+                            tailUndo.append((channel, before))
+                            tail[channel] = (before?.lowerBound ?? seqs.lowerBound)...seqs.upperBound
+                        }
+                        if foldDue && !foldLater {
+                            try Self.foldTail(historyLimit: historyLimit, tail: tail, in: db)
+                            foldedHere = true
+                        }
                     }
+                } catch {
+                    for change in undo.reversed() { known[change.channel] = change.seq }
+                    for change in tailUndo.reversed() { tail[change.channel] = change.seqs }
+                    throw error
                 }
-            } catch {
-                for change in undo.reversed() { known[change.channel] = change.seq }
-                throw error
+                if foldedHere { tail = [:] }
+                textBytes.withLock { $0 += bytes }
+                // A dropped channel's seq is not kept (a name used once and
+                // forgotten must not stay in memory); a later creation reads it.
+                for case .dropEmptyChannel(let channel) in writes { known[channel] = nil }
+                return foldDue && foldLater
             }
-            textBytes.withLock { $0 += bytes }
-            // A dropped channel's seq is not kept (a name used once and
-            // forgotten must not stay in memory); a later creation reads it.
-            for case .dropEmptyChannel(let channel) in writes { known[channel] = nil }
-            return foldDue
         }
     }
 
@@ -101,19 +114,30 @@ extension Store {
     /// milliseconds more.
     public func foldTail(historyLimit: Int?) throws {
         precondition(historyLimit.map { $0 >= 1 } ?? true, "historyLimit must be at least 1")
-        try pool.writeWithoutTransaction { db in
-            try db.execute(sql: "PRAGMA synchronous = NORMAL")
-            let folded = Result { try db.inTransaction { try Self.foldTail(historyLimit: historyLimit, in: db); return .commit } }
-            try db.execute(sql: Self.durableSync)
-            try folded.get()
+        try tailSeqs.withLock { tail in
+            try pool.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA synchronous = NORMAL")
+                let folded = Result {
+                    try db.inTransaction { try Self.foldTail(historyLimit: historyLimit, tail: tail, in: db); return .commit }
+                }
+                try db.execute(sql: Self.durableSync)
+                try folded.get()
+            }
+            tail = [:]
         }
     }
 
     /// Deletes all but the newest `keepNewest` events of `channel`.
     public func prune(channel: String, keepNewest: Int) throws {
         precondition(keepNewest >= 0, "keepNewest must not be negative")
-        try pool.write { db in
-            try Self.foldTail(historyLimit: nil, in: db)
+        try tailSeqs.withLock { tail in
+            try pool.write { db in
+                try Self.foldTail(historyLimit: nil, tail: tail, in: db)
+                try trim(db)
+            }
+            tail = [:]
+        }
+        func trim(_ db: Database) throws {
             guard let newest = try Int64.fetchOne(
                 db, sql: "SELECT MAX(last_seq) FROM event_runs WHERE channel = ?", arguments: [channel])
             else { return }
@@ -128,9 +152,11 @@ extension Store {
     ///     for none), returns its seq before it (the store's, or an earlier
     ///     write's of the same batch); throws ``StoreError/unknownChannel(_:)``
     ///   for a channel never created.
+    ///   - appended: told the seqs of each channel's events put in the tail.
+    /// - Returns: whether a fold is due (left to the caller).
     static func apply(
-        _ writes: [StoreWrite], historyLimit: Int?, foldEvery: Int = 1, foldLater: Bool = false, in db: Database,
-        textBytes: inout Int, exchangeSeq: (String, Int64?) throws -> Int64
+        _ writes: [StoreWrite], foldEvery: Int = 1, in db: Database, textBytes: inout Int,
+        exchangeSeq: (String, Int64?) throws -> Int64, appended: (String, ClosedRange<Int64>) -> Void
     ) throws -> Bool {
         // Formatted only when a row is written (a creation, a state, not a
         // plain append): about 13,000 instructions, once per commit before.
@@ -164,6 +190,7 @@ extension Store {
                         """).execute(arguments: [seq, text, seq, now, now, channel])
                 }
                 tail.append(contentsOf: events)
+                if let first = events.first { appended(channel, first.seq...seq) }
 
             case .saveState(let channel, let state):
                 let seq = try exchangeSeq(channel, nil)
@@ -185,11 +212,8 @@ extension Store {
         }
         // Row ids count up from 1 after each fold: fold when this batch's
         // rows passed a multiple of `foldEvery`.
-        guard let tailRows = try appendToTail(tail, in: db, textBytes: &textBytes),
-              tailRows.last / Int64(foldEvery) > (tailRows.first - 1) / Int64(foldEvery) else { return false }
-        if foldLater { return true }
-        try foldTail(historyLimit: historyLimit, in: db)
-        return false
+        guard let tailRows = try appendToTail(tail, in: db, textBytes: &textBytes) else { return false }
+        return tailRows.last / Int64(foldEvery) > (tailRows.first - 1) / Int64(foldEvery)
     }
 
     /// Rows per INSERT into the tail: one statement for many rows, because
@@ -293,50 +317,63 @@ extension Store {
     /// tail instead of being moved and deleted again. One connection
     /// pipelining to one channel folds 8,192 events of which 1,000 stay, so
     /// this copies an eighth of what it did (docs/BENCHMARKS.md, session 9).
-    static func foldTail(historyLimit: Int?, in db: Database) throws {
-        // Ordered as the INSERT below orders the rows, so that each
-        // channel's first row id follows from the counts before it.
-        let groups = try Row.fetchAll(db, sql: """
-            SELECT t.channel, MIN(t.seq) AS first, MAX(t.seq) AS last, COUNT(*) AS count,
-                   COALESCE(c.state_seq, 0) AS state_seq
-            FROM event_tail t LEFT JOIN channels c ON c.name = t.channel
-            GROUP BY t.channel ORDER BY t.channel
-            """)
-        guard !groups.isEmpty else { return }
-        struct Group { var channel: String; var first: Int64; var last: Int64; var cutoff: Int64 }
-        let folded = try groups.map { group -> Group in
-            let channel: String = group["channel"]
-            let first: Int64 = group["first"]
-            let last: Int64 = group["last"]
-            let count: Int64 = group["count"]
-            // A channel's tail rows are consecutive seqs (the seq check of
-            // every append); anything else would break the run arithmetic.
-            guard count == last - first + 1 else {
-                throw StoreError.invalidEvents(channel: channel, reason: "the tail holds \(count) events for seqs \(first)…\(last)")
-            }
+    static func foldTail(historyLimit: Int?, tail: [String: ClosedRange<Int64>]?, in db: Database) throws {
+        // Each channel's tail seqs, ordered as the INSERT below orders the
+        // rows (SQLite's BINARY collation: bytes), so that each channel's
+        // first row id follows from the counts before it. The writer knows
+        // them (reading them back took a third of a fold under callgrind);
+        // only the first fold after opening asks the tail.
+        let ranges = try tail.map { $0.map { (channel: $0.key, seqs: $0.value) } } ?? tailRanges(in: db)
+        guard !ranges.isEmpty else { return }
+        let stateSeq = try db.cachedStatement(sql: "SELECT state_seq FROM channels WHERE name = ?")
+        var groups: [(channel: String, seqs: ClosedRange<Int64>, cutoff: Int64)] = []
+        groups.reserveCapacity(ranges.count)
+        for (channel, seqs) in ranges {
             // Events up to `cutoff` are pruned: all but the newest
             // `historyLimit`, and never one after the stored state (loading
             // replays those).
-            let stateSeq: Int64 = group["state_seq"]
-            let cutoff = historyLimit.map { min(last - Int64($0), stateSeq) } ?? 0
-            return Group(channel: channel, first: first, last: last, cutoff: cutoff)
+            var cutoff: Int64 = 0
+            if let historyLimit, seqs.upperBound > Int64(historyLimit) {
+                let stored = try Int64.fetchOne(stateSeq, arguments: [channel]) ?? 0
+                cutoff = min(seqs.upperBound - Int64(historyLimit), stored)
+            }
+            groups.append((channel, seqs, cutoff))
         }
+        groups.sort { $0.channel.utf8.lexicographicallyPrecedes($1.channel.utf8) }
         let before = try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(id), 0) FROM event_log") ?? 0
-        // Each channel's first kept seq, joined to the tail by the copy.
-        try db.execute(sql: """
-            CREATE TEMP TABLE IF NOT EXISTS fold_keep (channel TEXT PRIMARY KEY NOT NULL, keep_from INTEGER NOT NULL) WITHOUT ROWID
-            """)
-        try db.execute(sql: "DELETE FROM temp.fold_keep")
-        let keep = try db.cachedStatement(sql: "INSERT INTO temp.fold_keep (channel, keep_from) VALUES (?, ?)")
-        for group in folded {
-            try keep.execute(arguments: [group.channel, max(group.first, group.cutoff + 1)])
+        let keepFrom = groups.map { max($0.seqs.lowerBound, $0.cutoff + 1) }
+        let copied = zip(groups, keepFrom).reduce(0) { $0 + max(0, $1.0.seqs.upperBound - $1.1 + 1) }
+        if zip(groups, keepFrom).allSatisfy({ $0.seqs.lowerBound == $1 }) {
+            try db.execute(sql: """
+                INSERT INTO event_log (channel, seq, event, data, at)
+                SELECT channel, seq, event, data, at FROM event_tail ORDER BY channel, seq
+                """)
+        } else {
+            // Each channel's first kept seq, joined to the tail by the copy.
+            try db.execute(sql: """
+                CREATE TEMP TABLE IF NOT EXISTS fold_keep (channel TEXT PRIMARY KEY NOT NULL, keep_from INTEGER NOT NULL) WITHOUT ROWID
+                """)
+            try db.execute(sql: "DELETE FROM temp.fold_keep")
+            let keep = try db.cachedStatement(sql: "INSERT INTO temp.fold_keep (channel, keep_from) VALUES (?, ?)")
+            for (group, from) in zip(groups, keepFrom) where from > group.seqs.lowerBound {
+                try keep.execute(arguments: [group.channel, from])
+            }
+            try db.execute(sql: """
+                INSERT INTO event_log (channel, seq, event, data, at)
+                SELECT t.channel, t.seq, t.event, t.data, t.at
+                FROM event_tail t LEFT JOIN temp.fold_keep k ON k.channel = t.channel
+                WHERE t.seq >= COALESCE(k.keep_from, 0)
+                ORDER BY t.channel, t.seq
+                """)
         }
-        try db.execute(sql: """
-            INSERT INTO event_log (channel, seq, event, data, at)
-            SELECT t.channel, t.seq, t.event, t.data, t.at
-            FROM event_tail t JOIN temp.fold_keep k ON k.channel = t.channel AND t.seq >= k.keep_from
-            ORDER BY t.channel, t.seq
-            """)
+        // The tail held exactly the seqs known (each append's seq check
+        // makes a channel's tail rows consecutive); anything else would
+        // break the run arithmetic below, so the fold is refused.
+        guard Int64(db.changesCount) == copied else {
+            throw StoreError.invalidEvents(
+                channel: groups.first?.channel ?? "",
+                reason: "the fold copied \(db.changesCount) tail events, \(copied) expected")
+        }
         try db.execute(sql: "DELETE FROM event_tail")
         let addRun = try db.cachedStatement(sql: """
             INSERT INTO event_runs (channel, first_seq, last_seq, first_id) VALUES (?, ?, ?, ?)
@@ -346,16 +383,33 @@ extension Store {
         let catchUp = try db.cachedStatement(sql: "UPDATE channels SET seq = ?, updated_at = ? WHERE name = ? AND seq < ?")
         let now = Date().formatted(.iso8601)
         var nextID = before + 1
-        for group in folded {
-            let keepFrom = max(group.first, group.cutoff + 1)
-            if keepFrom <= group.last {
-                try addRun.execute(arguments: [group.channel, keepFrom, group.last, nextID])
-                nextID += group.last - keepFrom + 1
+        for (group, from) in zip(groups, keepFrom) {
+            let last = group.seqs.upperBound
+            if from <= last {
+                try addRun.execute(arguments: [group.channel, from, last, nextID])
+                nextID += last - from + 1
             }
-            try catchUp.execute(arguments: [group.last, now, group.channel, group.last])
+            try catchUp.execute(arguments: [last, now, group.channel, last])
             if group.cutoff > 0 {
                 try trimLog(of: group.channel, through: group.cutoff, in: db)
             }
+        }
+    }
+
+    /// Each channel's seqs in the tail, read from it. A channel's tail rows
+    /// are consecutive seqs (the seq check of every append).
+    private static func tailRanges(in db: Database) throws -> [(channel: String, seqs: ClosedRange<Int64>)] {
+        try Row.fetchAll(db, sql: """
+            SELECT channel, MIN(seq) AS first, MAX(seq) AS last, COUNT(*) AS count FROM event_tail GROUP BY channel
+            """).map { row in
+            let channel: String = row["channel"]
+            let first: Int64 = row["first"]
+            let last: Int64 = row["last"]
+            let count: Int64 = row["count"]
+            guard count == last - first + 1 else {
+                throw StoreError.invalidEvents(channel: channel, reason: "the tail holds \(count) events for seqs \(first)…\(last)")
+            }
+            return (channel, first...last)
         }
     }
 

@@ -19,6 +19,10 @@ public final class Store: Sendable {
     /// Each channel's seq as of the last committed write through this store,
     /// for the seq check of appends (see ``apply(_:historyLimit:foldEvery:foldLater:)``).
     let knownSeqs = Mutex<[String: Int64]>([:])
+    /// The seqs each channel has in `event_tail`, kept by the writer so that
+    /// a fold need not read them back. Exact from the opening fold on (it
+    /// empties the tail); every change to the tail goes through this store.
+    let tailSeqs = Mutex<[String: ClosedRange<Int64>]>([:])
     /// JSON text bytes committed (states, event data), for ``textBytesWritten``.
     let textBytes = Mutex<Int>(0)
     /// Frames in the WAL after the writer connection's last commit, set by
@@ -64,7 +68,7 @@ public final class Store: Sendable {
         try StoreSchema.migrator.migrate(pool)
         // Start with the whole log indexed: loading reads every channel's
         // recent events, which would otherwise scan the tail once each.
-        try pool.write { db in try Self.foldTail(historyLimit: nil, in: db) }
+        try pool.write { db in try Self.foldTail(historyLimit: nil, tail: nil, in: db) }
     }
 
     /// Every channel, ordered by name. The server loads these at start-up.
