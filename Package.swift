@@ -55,6 +55,8 @@ let package = Package(
                 "UV", "OutaTimeProtocol", "OutaTimeDomain", "OutaTimeStore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
+                // Heap: the scheduler's earliest deadline (DeadlineHeap).
+                .product(name: "HeapModule", package: "swift-collections"),
                 // `/metrics`: the Prometheus text format (no SwiftNIO needed).
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]
