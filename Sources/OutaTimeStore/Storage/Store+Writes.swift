@@ -56,9 +56,15 @@ extension Store {
                             try Self.exchangeSeq(&known[channel, default: Self.unknownSeq], of: channel, for: newSeq,
                                                  undo: &undo, in: db)
                         } appended: { channel, seqs in
-                            let before = tail[channel]
-                            tailUndo.append((channel, before))
-                            tail[channel] = (before?.lowerBound ?? seqs.lowerBound)...seqs.upperBound
+                            // One hash of the name when the channel is in the tail already.
+                            if let index = tail.index(forKey: channel) {
+                                let before = tail.values[index]
+                                tailUndo.append((channel, before))
+                                tail.values[index] = before.lowerBound...seqs.upperBound
+                            } else {
+                                tailUndo.append((channel, nil))
+                                tail[channel] = seqs
+                            }
                         }
                         if foldDue && !foldLater {
                             try Self.foldTail(historyLimit: historyLimit, tail: tail, in: db)
