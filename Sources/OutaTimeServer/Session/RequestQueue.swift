@@ -25,8 +25,9 @@ struct RequestQueue {
         case waiting(Parked, backlog: Deque<[UInt8]>)
     }
 
-    /// Why the input waits.
-    enum Parked {
+    /// Why the input waits. Indirect (boxed): it is rare, and every
+    /// connection carries an ``Input`` (8 bytes for it instead of about 50).
+    indirect enum Parked {
         /// `request` could not run yet: it runs again when its channel is
         /// ready (created, or its commits done).
         case retry(Request)

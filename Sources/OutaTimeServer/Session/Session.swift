@@ -77,9 +77,20 @@ final class Session {
     var role = Role.operate
     /// The tokens-file entry `hello` matched (nil in anonymous mode): a
     /// reload checks the connection against the new file by it.
-    var credential: AccessToken?
+    var credential: AccessToken? {
+        get { rarelySet?.credential }
+        set { rarelySet = newValue.map(RarelySet.init) }
+    }
     /// The channels this connection may name: its token's, else all.
-    var scope: ChannelScope { credential?.scope ?? .everything }
+    var scope: ChannelScope { rarelySet?.credential.scope ?? .everything }
+    /// What a connection has only with tokens, behind one reference: an
+    /// anonymous idle connection pays 8 bytes for it, not 56
+    /// (docs/BENCHMARKS.md, idle memory).
+    private final class RarelySet {
+        let credential: AccessToken
+        init(_ credential: AccessToken) { self.credential = credential }
+    }
+    private var rarelySet: RarelySet?
     var watcher: Watcher
     let connectedAt: UInt64
     var lastActivity: UInt64
@@ -87,7 +98,16 @@ final class Session {
     var requests = RequestQueue()
     /// The channel name this connection named last, parsed: pipelined
     /// commands name the same channel again and again (``Server/scopedChannel(_:for:)``).
-    var lastChannel: ChannelName?
+    var lastChannel: ChannelName? {
+        get { lastChannelBox?.name }
+        set { lastChannelBox = newValue.map(LastChannel.init) }
+    }
+    /// Boxed for the same reason as ``credential`` (8 bytes, not 40).
+    private final class LastChannel {
+        let name: ChannelName
+        init(_ name: ChannelName) { self.name = name }
+    }
+    private var lastChannelBox: LastChannel?
     /// Channels this session is subscribed to (kept by ``SubscriptionIndex``).
     var subscribed: [String] = []
     /// Queued for the once-per-iteration flush.
