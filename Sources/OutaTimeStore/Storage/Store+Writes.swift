@@ -332,7 +332,7 @@ extension Store {
         let ranges = try tail.map { $0.map { (channel: $0.key, seqs: $0.value) } } ?? tailRanges(in: db)
         guard !ranges.isEmpty else { return }
         let stateSeq = try db.cachedStatement(sql: "SELECT state_seq FROM channels WHERE name = ?")
-        var groups: [(channel: String, seqs: ClosedRange<Int64>, cutoff: Int64)] = []
+        var groups: [FoldGroup] = []
         groups.reserveCapacity(ranges.count)
         for (channel, seqs) in ranges {
             // Events up to `cutoff` are pruned: all but the newest
@@ -343,26 +343,26 @@ extension Store {
                 let stored = try Int64.fetchOne(stateSeq, arguments: [channel]) ?? 0
                 cutoff = min(seqs.upperBound - Int64(historyLimit), stored)
             }
-            groups.append((channel, seqs, cutoff))
+            groups.append(FoldGroup(channel: channel, seqs: seqs, cutoff: cutoff))
         }
         groups.sort { $0.channel.utf8.lexicographicallyPrecedes($1.channel.utf8) }
         let before = try Int64.fetchOne(db, sql: "SELECT COALESCE(MAX(id), 0) FROM event_log") ?? 0
-        let keepFrom = groups.map { max($0.seqs.lowerBound, $0.cutoff + 1) }
-        let copied = zip(groups, keepFrom).reduce(0) { $0 + max(0, $1.0.seqs.upperBound - $1.1 + 1) }
-        if zip(groups, keepFrom).allSatisfy({ $0.seqs.lowerBound == $1 }) {
+        if !groups.contains(where: \.dropsSome) {
+            // Every tail row is kept (the usual case with many busy channels):
+            // a plain copy, without the join below.
             try db.execute(sql: """
                 INSERT INTO event_log (channel, seq, event, data, at)
                 SELECT channel, seq, event, data, at FROM event_tail ORDER BY channel, seq
                 """)
         } else {
-            // Each channel's first kept seq, joined to the tail by the copy.
+            // Each dropping channel's first kept seq, joined to the tail by the copy.
             try db.execute(sql: """
                 CREATE TEMP TABLE IF NOT EXISTS fold_keep (channel TEXT PRIMARY KEY NOT NULL, keep_from INTEGER NOT NULL) WITHOUT ROWID
                 """)
             try db.execute(sql: "DELETE FROM temp.fold_keep")
             let keep = try db.cachedStatement(sql: "INSERT INTO temp.fold_keep (channel, keep_from) VALUES (?, ?)")
-            for (group, from) in zip(groups, keepFrom) where from > group.seqs.lowerBound {
-                try keep.execute(arguments: [group.channel, from])
+            for group in groups where group.dropsSome {
+                try keep.execute(arguments: [group.channel, group.keepFrom])
             }
             try db.execute(sql: """
                 INSERT INTO event_log (channel, seq, event, data, at)
@@ -375,6 +375,7 @@ extension Store {
         // The tail held exactly the seqs known (each append's seq check
         // makes a channel's tail rows consecutive); anything else would
         // break the run arithmetic below, so the fold is refused.
+        let copied = groups.reduce(0) { $0 + $1.keptCount }
         guard Int64(db.changesCount) == copied else {
             throw StoreError.invalidEvents(
                 channel: groups.first?.channel ?? "",
@@ -389,17 +390,31 @@ extension Store {
         let catchUp = try db.cachedStatement(sql: "UPDATE channels SET seq = ?, updated_at = ? WHERE name = ? AND seq < ?")
         let now = Date().formatted(.iso8601)
         var nextID = before + 1
-        for (group, from) in zip(groups, keepFrom) {
+        for group in groups {
             let last = group.seqs.upperBound
-            if from <= last {
-                try addRun.execute(arguments: [group.channel, from, last, nextID])
-                nextID += last - from + 1
+            if group.keptCount > 0 {
+                try addRun.execute(arguments: [group.channel, group.keepFrom, last, nextID])
+                nextID += group.keptCount
             }
             try catchUp.execute(arguments: [last, now, group.channel, last])
             if group.cutoff > 0 {
                 try trimLog(of: group.channel, through: group.cutoff, in: db)
             }
         }
+    }
+
+    /// One channel's part of a fold: its seqs in the tail and the seq up to
+    /// which its events are pruned.
+    private struct FoldGroup {
+        var channel: String
+        var seqs: ClosedRange<Int64>
+        var cutoff: Int64
+        /// Its first tail event that is kept.
+        var keepFrom: Int64 { max(seqs.lowerBound, cutoff + 1) }
+        /// How many of its tail events are kept (copied into the log).
+        var keptCount: Int64 { max(0, seqs.upperBound - keepFrom + 1) }
+        /// Whether some of its tail events are pruned without being copied.
+        var dropsSome: Bool { keepFrom > seqs.lowerBound }
     }
 
     /// Each channel's seqs in the tail, read from it. A channel's tail rows
