@@ -317,15 +317,22 @@ final class Server {
             session.peerHost = host
             addresses.connectionOpened(from: host)
         }
-        stream.onWriteError = { [unowned self, unowned session] error in
-            self.logger.debug("write failed", metadata: ["conn.id": "\(session.id)", "error": "\(error)"])
-            self.destroy(session, reason: .writeError)
+        // Each callback captures the session alone, strongly: Swift then
+        // uses the session itself as the closure's context. Capturing
+        // `[unowned self, unowned session]` allocated a 32-byte box per
+        // callback, 144 bytes a connection with malloc's rounding
+        // (docs/BENCHMARKS.md, idle memory). The cycle this makes (session →
+        // stream → callback → session) ends when `destroy` closes the
+        // stream, which drops its callbacks.
+        stream.onWriteError = { error in
+            session.server.logger.debug("write failed", metadata: ["conn.id": "\(session.id)", "error": "\(error)"])
+            session.server.destroy(session, reason: .writeError)
         }
         do {
-            try stream.startReading(onData: { [unowned self, unowned session] bytes in
-                self.received(bytes, on: session)
-            }, onEnd: { [unowned self, unowned session] error in
-                self.readEnded(on: session, error: error)
+            try stream.startReading(onData: { bytes in
+                session.server.received(bytes, on: session)
+            }, onEnd: { error in
+                session.server.readEnded(on: session, error: error)
             })
         } catch {
             destroy(session, reason: .readError)

@@ -7,7 +7,6 @@ public class Handle {
     /// The loop the handle belongs to.
     public let loop: Loop
     let handle: UnsafeMutablePointer<uv_handle_t>
-    private let release: (UnsafeMutableRawPointer) -> Void
     private var closeCallbacks: [() -> Void] = []
     /// True once ``close(_:)`` was called.
     public private(set) var isClosing = false
@@ -16,9 +15,14 @@ public class Handle {
         self.loop = loop
         // libuv's handle types start with the uv_handle_t fields (C "inheritance"):
         // cast the pointer, do not rebind the memory.
-        let memory = UnsafeMutablePointer<T>.allocate(capacity: 1)
+        // Raw memory, freed raw (``freeMemory()``): no per-handle closure
+        // remembering `T` (16 bytes in every connection's stream).
+        let memory = UnsafeMutableRawPointer.allocate(byteCount: MemoryLayout<T>.size, alignment: MemoryLayout<T>.alignment)
         handle = UnsafeMutablePointer<uv_handle_t>(OpaquePointer(memory))
-        release = { raw in UnsafeMutablePointer<T>(OpaquePointer(raw)).deallocate() }
+    }
+
+    private func freeMemory() {
+        UnsafeMutableRawPointer(handle).deallocate()
     }
 
     /// Called by subclasses right after a successful `uv_*_init`.
@@ -28,7 +32,7 @@ public class Handle {
 
     /// Frees memory of a handle whose init failed (no close needed then).
     func freeUninitialised() {
-        release(UnsafeMutableRawPointer(handle))
+        freeMemory()
     }
 
     /// Closes the handle; `onClosed` runs in libuv's close callback, after which
@@ -58,7 +62,7 @@ public class Handle {
     func didClose() {
         let callbacks = closeCallbacks
         closeCallbacks = []
-        release(UnsafeMutableRawPointer(handle))
+        freeMemory()
         for callback in callbacks { callback() }
     }
 

@@ -215,6 +215,21 @@ struct FrameDecoderTests {
         }
     }
 
+    @Test("the largest length a header can announce fails as too large, and stays failed with it")
+    func failedDecoderKeepsTheLargestLength() {
+        var decoder = FrameDecoder(maxFrame: 64)
+        let largest = Int(UInt32.max)
+        #expect(decoder.feedCollecting([0xFF, 0xFF, 0xFF, 0xFF]).error == .tooLarge(length: largest, max: 64))
+        #expect(decoder.feedCollecting(wire(body(5))).error == .tooLarge(length: largest, max: 64))
+    }
+
+    @Test("a decoder stays small: every connection of the server holds one")
+    func decoderLayout() {
+        // maxFrame, the header, the failed length, the header count and
+        // the partial body's reference (docs/BENCHMARKS.md, idle memory).
+        #expect(MemoryLayout<FrameDecoder>.size <= 32)
+    }
+
     @Test("the buffer is released when a partial frame completes")
     func capacityReturnsToZero() {
         let a = body(30), b = body(12, seed: 5)

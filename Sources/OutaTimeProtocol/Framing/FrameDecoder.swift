@@ -40,12 +40,20 @@ public struct FrameDecoder: Sendable {
 
     /// Header bytes of the frame in progress, accumulated big-endian.
     private var header: UInt32 = 0
+    /// The length the first bad header announced; the stream is out of sync
+    /// from there on (see ``failure``).
+    private var failedLength: UInt32?
     /// How many of the 4 header bytes have arrived; 0 between frames.
-    private var headerByteCount = 0
+    private var headerByteCount: UInt8 = 0
     /// The body in progress, once its header is complete and accepted.
     private var partial: PartialBody?
-    /// Set by the first bad header; the stream is out of sync from there on.
-    private var failure: FrameError?
+    // Every server connection holds a decoder: its fields are packed (32
+    // bytes, not 49 with an `Int` count and a `FrameError?`).
+
+    /// The error of the first bad header, if one came.
+    private var failure: FrameError? {
+        failedLength.map { Self.error(forLength: Int($0), maxFrame: maxFrame) }
+    }
 
     /// Creates a decoder that accepts bodies of 2…`maxFrame` bytes.
     ///
@@ -60,7 +68,7 @@ public struct FrameDecoder: Sendable {
 
     /// Bytes held for an incomplete frame, header bytes included.
     public var bufferedByteCount: Int {
-        headerByteCount + (partial?.count ?? 0)
+        Int(headerByteCount) + (partial?.count ?? 0)
     }
 
     /// Capacity of the internal buffer; 0 when nothing is held. Never more
@@ -155,18 +163,17 @@ public struct FrameDecoder: Sendable {
 
     /// Throws, and fails the decoder for good, if `length` is outside 2…maxFrame.
     private mutating func check(_ length: Int) throws(FrameError) {
-        let error: FrameError
-        if length < 2 {
-            error = .tooShort(length: length)
-        } else if length > maxFrame {
-            error = .tooLarge(length: length, max: maxFrame)
-        } else {
-            return
-        }
-        failure = error
+        guard length < 2 || length > maxFrame else { return }
+        // A header holds 4 bytes: the length fits in 32 bits.
+        failedLength = UInt32(length)
         partial = nil
         resetHeader()
-        throw error
+        throw Self.error(forLength: length, maxFrame: maxFrame)
+    }
+
+    /// The error for a header announcing `length` bytes, outside 2…`maxFrame`.
+    private static func error(forLength length: Int, maxFrame: Int) -> FrameError {
+        length < 2 ? .tooShort(length: length) : .tooLarge(length: length, max: maxFrame)
     }
 
     private mutating func resetHeader() {

@@ -27,7 +27,7 @@ extension Server {
         guard channel.pipeline.isDurable else { return .retry(channel) }
         counters.commands += 1
 
-        let context = ActionContext(now: clock.now, session: session.id, actor: session.watcher.name,
+        let context = ActionContext(now: clock.now, session: session.id, actor: session.displayName,
                                     itemLimit: itemLimit)
         let outcome: ActionOutcome
         do throws(ProtocolError) {

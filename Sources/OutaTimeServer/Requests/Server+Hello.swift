@@ -47,7 +47,7 @@ extension Server {
         }
         if displayName.isEmpty { displayName = "anonymous" }
         session.role = role
-        session.watcher = Watcher(session: session.id, name: displayName)
+        session.displayName = displayName
         session.transition(to: .ready)
         logger.debug("hello", metadata: ["conn.id": "\(session.id)", "name": "\(displayName)",
                                          "role": "\(role.rawValue)", "client": "\(client ?? "-")"])

@@ -70,7 +70,7 @@ extension Server {
     /// `unauthorized` saying why, then `bye unauthorized`.
     private func revoke(_ session: Session, _ why: String) {
         logger.info("closing connection: token withdrawn by reload",
-                    metadata: ["conn.id": "\(session.id)", "name": "\(session.watcher.name)"])
+                    metadata: ["conn.id": "\(session.id)", "name": "\(session.displayName)"])
         session.send(ErrorPush(error: ProtocolError(.unauthorized, why)))
         close(session, bye: .unauthorized)
     }

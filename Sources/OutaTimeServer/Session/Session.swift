@@ -91,7 +91,11 @@ final class Session {
         init(_ credential: AccessToken) { self.credential = credential }
     }
     private var rarelySet: RarelySet?
-    var watcher: Watcher
+    /// The operator's display name from `hello` ("anonymous" before it).
+    var displayName = "anonymous"
+    /// The session as presence and messages show it. Built when asked, not
+    /// stored: it would repeat ``id`` in every connection (16 bytes).
+    var watcher: Watcher { Watcher(session: id, name: displayName) }
     let connectedAt: UInt64
     var lastActivity: UInt64
     /// The connection's requests in order, and its replies not yet sent.
@@ -133,7 +137,6 @@ final class Session {
         self.stream = stream
         self.server = server
         self.decoder = FrameDecoder(maxFrame: maxFrame)
-        self.watcher = Watcher(session: id, name: "anonymous")
         self.connectedAt = now
         self.lastActivity = now
     }
@@ -184,7 +187,8 @@ final class Session {
             server.counters.ticksConflated += 1
         }
         if stream.onDrained == nil {
-            stream.onDrained = { [unowned self] in self.releaseHeldTicks() }
+            // Strong and alone: no closure box (see `Server.accept`); cleared on release or close.
+            stream.onDrained = { self.releaseHeldTicks() }
         }
         return false
     }
