@@ -26,19 +26,16 @@ final class ServerMetrics {
 
     init(version: String) {
         tickLateness = registry.makeValueHistogram(
-            name: "outatime_tick_lateness_seconds",
-            buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
-            help: "How long after it was due each tick was built")
+            descriptor: Self.descriptor("outatime_tick_lateness_seconds", help: "How long after it was due each tick was built"),
+            buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5])
         storeBatchSize = registry.makeValueHistogram(
-            name: "outatime_store_batch_size",
-            buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024],
-            help: "Submissions (a channel's batch of events, a creation, …) committed together in one transaction")
+            descriptor: Self.descriptor("outatime_store_batch_size", help: "Submissions (a channel's batch of events, a creation, …) committed together in one transaction"),
+            buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024])
         storeCommitSeconds = registry.makeValueHistogram(
-            name: "outatime_store_commit_seconds",
-            buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-            help: "How long each group commit took on the store writer thread, fsync included")
-        registry.makeGauge(name: "outatime_build_info", labels: [("version", version)],
-                           help: "The server's version (always 1)").set(to: 1)
+            descriptor: Self.descriptor("outatime_store_commit_seconds", help: "How long each group commit took on the store writer thread, fsync included"),
+            buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5])
+        registry.makeGauge(descriptor: Self.descriptor("outatime_build_info", help: "The server's version (always 1)"),
+                           labels: [("version", version)]).set(to: 1)
     }
 
     /// Records one group commit the writer reported (loop thread; once per
@@ -116,6 +113,13 @@ final class ServerMetrics {
         return registry.emitToString()
     }
 
+    /// A metric's whole name (ours carry their unit already, e.g.
+    /// `…_seconds`, `…_total`) as swift-prometheus's descriptor, which joins
+    /// its non-empty parts with underscores: the name as given.
+    private static func descriptor(_ name: String, help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(metricName: name, unitName: "", helpText: help)
+    }
+
     private func key(_ name: String, _ labels: [(String, String)]) -> String {
         labels.isEmpty ? name : name + "{" + labels.map { "\($0.0)=\($0.1)" }.joined(separator: ",") + "}"
     }
@@ -123,7 +127,7 @@ final class ServerMetrics {
     /// Moves the counter to `total` (it only ever grows).
     private func counter(_ name: String, _ total: Int, labels: [(String, String)] = [], help: String) {
         let key = key(name, labels)
-        let counter = counters[key] ?? registry.makeCounter(name: name, labels: labels, help: help)
+        let counter = counters[key] ?? registry.makeCounter(descriptor: Self.descriptor(name, help: help), labels: labels)
         counters[key] = counter
         let gained = total - (synced[key] ?? 0)
         if gained > 0 { counter.increment(by: Int64(gained)) }
@@ -136,7 +140,7 @@ final class ServerMetrics {
 
     private func gauge(_ name: String, _ value: Double, labels: [(String, String)] = [], help: String) {
         let key = key(name, labels)
-        let gauge = gauges[key] ?? registry.makeGauge(name: name, labels: labels, help: help)
+        let gauge = gauges[key] ?? registry.makeGauge(descriptor: Self.descriptor(name, help: help), labels: labels)
         gauges[key] = gauge
         gauge.set(to: value)
     }
