@@ -35,7 +35,8 @@ struct JSONValueParsingTests {
         #expect(try JSONValue.parse(Data("true".utf8)) == .bool(true))
         #expect(try JSONValue.parse(Data("1".utf8)) == .int(1))
         #expect(try JSONValue.parse(Data("1.5".utf8)) == .double(1.5))
-        #expect(try JSONValue.parse(Data("12345678901234567890".utf8)) == .double(12345678901234567890))
+        // Beyond Int64: the nearest Double, as Swift's own conversion gives it.
+        #expect(try JSONValue.parse(Data("12345678901234567890".utf8)) == .double(Double("12345678901234567890")!))
     }
 
     @Test("invalid JSON throws", arguments: [

@@ -13,7 +13,7 @@ struct TopSample {
     /// first, as the server ranked them; nil from a server that does not
     /// report them (before issue 14).
     var slowestChannels: [SlowChannel]? {
-        guard let entries = stats["slowest_channels"], entries.array != nil else { return nil }
+        guard let entries = stats["slowest_channels"] else { return nil }
         // Through the protocol's own Codable type; a malformed list reads as none.
         return (try? JSONDecoder().decode([SlowChannel].self, from: JSONEncoder().encode(entries))) ?? []
     }
