@@ -17,7 +17,7 @@ public class Handle {
         // cast the pointer, do not rebind the memory.
         // Raw memory, freed raw (``freeMemory()``): no per-handle closure
         // remembering `T` (16 bytes in every connection's stream).
-        let memory = UnsafeMutableRawPointer.allocate(byteCount: MemoryLayout<T>.size, alignment: MemoryLayout<T>.alignment)
+        let memory = UnsafeMutableRawPointer.allocate(byteCount: MemoryLayout<T>.stride, alignment: MemoryLayout<T>.alignment)
         handle = UnsafeMutablePointer<uv_handle_t>(OpaquePointer(memory))
     }
 
