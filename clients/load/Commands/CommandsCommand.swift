@@ -20,7 +20,11 @@ struct CommandsCommand: ParsableCommand {
         dispatches, pipelined (max(--pipeline, 64) in flight), before the measured phase: not counted, \
         not in the latency, its events not in the batch figures; the report gives how long it took. \
         timer-update needs a preload of at least 1 (the timers it updates); laps takes none. Compare \
-        a run on a full channel with one on an empty one to see whether the channel's size slows a command.
+        a run on a full channel with one on an empty one to see whether the channel's size slows a command. \
+        The server refuses items beyond its --max-channel-items (default 10000; largest 12452): a preload \
+        of 10,000 then leaves no room for a timer-add or dispatch run unless the server was started with \
+        a larger cap (and --commands keeps the run within it). Every refusal is counted in `errors`, \
+        the first one is printed, and the run exits 1.
 
         With --pipeline 1 (the default) it sends the next command \
         when the previous reply arrives; with --pipeline N it sends N at once and then one more per \
