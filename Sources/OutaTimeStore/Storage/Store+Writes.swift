@@ -32,7 +32,7 @@ extension Store {
     ///
     /// - Returns: whether a fold is due and was left to the caller.
     @discardableResult
-    public func apply(_ writes: [StoreWrite], historyLimit: Int? = nil, foldEvery: Int = 1,
+    public func apply(_ writes: some Collection<StoreWrite>, historyLimit: Int? = nil, foldEvery: Int = 1,
                       foldLater: Bool = false) throws -> Bool {
         precondition(historyLimit.map { $0 >= 1 } ?? true, "historyLimit must be at least 1")
         precondition(foldEvery >= 1, "foldEvery must be at least 1")
@@ -161,13 +161,17 @@ extension Store {
     ///   - appended: told the seqs of each channel's events put in the tail.
     /// - Returns: whether a fold is due (left to the caller).
     static func apply(
-        _ writes: [StoreWrite], foldEvery: Int = 1, in db: Database, textBytes: inout Int,
+        _ writes: some Collection<StoreWrite>, foldEvery: Int = 1, in db: Database, textBytes: inout Int,
         exchangeSeq: (String, Int64?) throws -> Int64, appended: (String, ClosedRange<Int64>) -> Void
     ) throws -> Bool {
         // Formatted only when a row is written (a creation, a state, not a
         // plain append): about 13,000 instructions, once per commit before.
         lazy var now = Date().formatted(.iso8601)
-        var tail: [EventRecord] = []
+        // Each write's events, as the arrays they came in (one retain each;
+        // copying every record into one array was about a tenth of the
+        // writer's instructions under callgrind, docs/BENCHMARKS.md).
+        var tail: [[EventRecord]] = []
+        var tailCount = 0
         for write in writes {
             switch write {
             case .createChannel(let record):
@@ -195,7 +199,10 @@ extension Store {
                         UPDATE channels SET seq = ?, state = ?, state_seq = ?, updated_at = ?, state_at = ? WHERE name = ?
                         """).execute(arguments: [seq, text, seq, now, now, channel])
                 }
-                tail.append(contentsOf: events)
+                if !events.isEmpty {
+                    tail.append(events)
+                    tailCount += events.count
+                }
                 if let first = events.first { appended(channel, first.seq...seq) }
 
             case .saveState(let channel, let state):
@@ -218,7 +225,7 @@ extension Store {
         }
         // Row ids count up from 1 after each fold: fold when this batch's
         // rows passed a multiple of `foldEvery`.
-        guard let tailRows = try appendToTail(tail, in: db, textBytes: &textBytes) else { return false }
+        guard let tailRows = try appendToTail(tail, count: tailCount, in: db, textBytes: &textBytes) else { return false }
         return tailRows.last / Int64(foldEvery) > (tailRows.first - 1) / Int64(foldEvery)
     }
 
@@ -233,45 +240,56 @@ extension Store {
             + repeatElement("(?, ?, ?, ?, ?)", count: rows).joined(separator: ", ")
     }
 
-    /// Appends `events` to the tail in order; returns the row ids they got
-    /// (consecutive: each new row id is the largest plus one), or nil for none.
+    /// Appends the events of `groups` (`count` in all) to the tail in
+    /// order; returns the row ids they got (consecutive: each new row id is
+    /// the largest plus one), or nil for none.
     ///
     /// The one statement of the project bound with the SQLite C API, on
     /// GRDB's cached statement inside GRDB's transaction: the values are
     /// plain strings and integers, and `execute(arguments:)` boxed each into
     /// a `DatabaseValue` and validated the list — about 1,000 instructions
     /// per value under callgrind, the largest part of appending an event.
-    private static func appendToTail(_ events: [EventRecord], in db: Database,
+    private static func appendToTail(_ groups: [[EventRecord]], count: Int, in db: Database,
                                      textBytes: inout Int) throws -> (first: Int64, last: Int64)? {
-        guard !events.isEmpty else { return nil }
-        var start = 0
-        while start < events.count {
-            let rows = events[start..<min(start + tailRowsPerInsert, events.count)]
-            let statement = try db.cachedStatement(sql: tailInserts[rows.count - 1])
-            let handle = statement.sqliteStatement
-            sqlite3_reset(handle)
-            // The rows' texts in one buffer, bound in place (`SQLITE_STATIC`)
-            // and alive until the step below: SQLite copying each text
-            // (`SQLITE_TRANSIENT`, a malloc and a copy) was about a quarter
-            // of appending an event under callgrind.
-            // The byte ranges of each row's four texts in `texts`, four a
-            // row (one flat array: no allocation per row).
-            var texts: [UInt8] = []
-            var spans: [Range<Int>] = []
-            spans.reserveCapacity(rows.count * 4)
-            func add(_ text: String) {
-                let start = texts.count
-                texts.append(contentsOf: text.utf8)
-                spans.append(start..<texts.count)
-            }
-            for event in rows {
+        guard count > 0 else { return nil }
+        var events = groups.joined().makeIterator()
+        // One statement's rows: their texts in one buffer, bound in place
+        // (`SQLITE_STATIC`) and alive until its step: SQLite copying each
+        // text (`SQLITE_TRANSIENT`, a malloc and a copy) was about a quarter
+        // of appending an event under callgrind. `spans` holds the byte
+        // ranges of each row's four texts in `texts`, four a row; the
+        // buffers are reused from one statement to the next.
+        var texts: [UInt8] = []
+        var spans: [Range<Int>] = []
+        var seqs: [Int64] = []
+        spans.reserveCapacity(tailRowsPerInsert * 4)
+        seqs.reserveCapacity(tailRowsPerInsert)
+        func add(_ text: String) {
+            let start = texts.count
+            texts.append(contentsOf: text.utf8)
+            spans.append(start..<texts.count)
+        }
+        var remaining = count
+        while remaining > 0 {
+            let rows = min(tailRowsPerInsert, remaining)
+            texts.removeAll(keepingCapacity: true)
+            spans.removeAll(keepingCapacity: true)
+            seqs.removeAll(keepingCapacity: true)
+            for _ in 0..<rows {
+                guard let event = events.next() else {
+                    throw StoreError.invalidEvents(channel: "", reason: "fewer tail events than counted (\(count))")
+                }
                 let data = event.data.text
                 textBytes += data.utf8.count
                 add(event.channel)
                 add(event.event)
                 add(data)
                 add(event.at)
+                seqs.append(event.seq)
             }
+            let statement = try db.cachedStatement(sql: tailInserts[rows - 1])
+            let handle = statement.sqliteStatement
+            sqlite3_reset(handle)
             let code = texts.withUnsafeBufferPointer { buffer -> Int32 in
                 let base = UnsafeRawPointer(buffer.baseAddress ?? UnsafePointer(bitPattern: 1)!)
                 func bind(_ column: Int32, _ span: Range<Int>) {
@@ -279,10 +297,10 @@ extension Store {
                                           Int32(span.count), sqliteStatic)
                 }
                 // Columns (channel, seq, event, data, at), five a row.
-                for (row, event) in rows.enumerated() {
+                for row in 0..<rows {
                     let column = Int32(row * 5), text = row * 4
                     bind(column + 1, spans[text])
-                    sqlite3_bind_int64(handle, column + 2, event.seq)
+                    sqlite3_bind_int64(handle, column + 2, seqs[row])
                     bind(column + 3, spans[text + 1])
                     bind(column + 4, spans[text + 2])
                     bind(column + 5, spans[text + 3])
@@ -296,9 +314,9 @@ extension Store {
             guard code == SQLITE_DONE else {
                 throw DatabaseError(resultCode: ResultCode(rawValue: code), message: db.lastErrorMessage, sql: statement.sql)
             }
-            start += rows.count
+            remaining -= rows
         }
-        return (db.lastInsertedRowID - Int64(events.count) + 1, db.lastInsertedRowID)
+        return (db.lastInsertedRowID - Int64(count) + 1, db.lastInsertedRowID)
     }
 
     /// A channel's seq as stored: its row's `seq` (exact as of the last fold

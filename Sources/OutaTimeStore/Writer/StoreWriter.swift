@@ -133,7 +133,8 @@ private struct WriterLoop: Sendable {
     private func commit(_ batch: [Submission]) -> (commits: [StoreCommit], foldDue: Bool) {
         let size = batch.count
         do {
-            let foldDue = try store.apply(batch.flatMap(\.writes), historyLimit: historyLimit,
+            // Lazily flattened: no copy of every write into one array.
+            let foldDue = try store.apply(batch.lazy.flatMap(\.writes), historyLimit: historyLimit,
                                           foldEvery: foldEvery, foldLater: true)
             inbox.record(batchSize: size, committed: size, failed: 0, fellBack: false)
             return (batch.map { StoreCommit(ticket: $0.ticket, error: nil, batchSize: size) }, foldDue)
