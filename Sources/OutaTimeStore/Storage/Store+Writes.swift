@@ -167,9 +167,10 @@ extension Store {
         // Formatted only when a row is written (a creation, a state, not a
         // plain append): about 13,000 instructions, once per commit before.
         lazy var now = Date().formatted(.iso8601)
-        // Each write's events, as the arrays they came in (one retain each;
-        // copying every record into one array was about a tenth of the
-        // writer's instructions under callgrind, docs/BENCHMARKS.md).
+        // Each write's events, as the arrays they came in (one retain each):
+        // copying every record into one array, and the group's writes into
+        // another, was 7 % of the writer's instructions under callgrind
+        // (docs/BENCHMARKS.md, session 10).
         var tail: [[EventRecord]] = []
         var tailCount = 0
         for write in writes {
