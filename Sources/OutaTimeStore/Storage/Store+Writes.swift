@@ -172,7 +172,6 @@ extension Store {
         // another, was 7 % of the writer's instructions under callgrind
         // (docs/BENCHMARKS.md, session 10).
         var tail: [[EventRecord]] = []
-        var tailCount = 0
         for write in writes {
             switch write {
             case .createChannel(let record):
@@ -200,10 +199,7 @@ extension Store {
                         UPDATE channels SET seq = ?, state = ?, state_seq = ?, updated_at = ?, state_at = ? WHERE name = ?
                         """).execute(arguments: [seq, text, seq, now, now, channel])
                 }
-                if !events.isEmpty {
-                    tail.append(events)
-                    tailCount += events.count
-                }
+                tail.append(events)
                 if let first = events.first { appended(channel, first.seq...seq) }
 
             case .saveState(let channel, let state):
@@ -226,7 +222,7 @@ extension Store {
         }
         // Row ids count up from 1 after each fold: fold when this batch's
         // rows passed a multiple of `foldEvery`.
-        guard let tailRows = try appendToTail(tail, count: tailCount, in: db, textBytes: &textBytes) else { return false }
+        guard let tailRows = try appendToTail(tail, in: db, textBytes: &textBytes) else { return false }
         return tailRows.last / Int64(foldEvery) > (tailRows.first - 1) / Int64(foldEvery)
     }
 
@@ -241,53 +237,36 @@ extension Store {
             + repeatElement("(?, ?, ?, ?, ?)", count: rows).joined(separator: ", ")
     }
 
-    /// Appends the events of `groups` (`count` in all) to the tail in
-    /// order; returns the row ids they got (consecutive: each new row id is
-    /// the largest plus one), or nil for none.
+    /// Appends the events of `groups` to the tail in order; returns the row
+    /// ids they got (consecutive: each new row id is the largest plus one),
+    /// or nil for none.
     ///
     /// The one statement of the project bound with the SQLite C API, on
     /// GRDB's cached statement inside GRDB's transaction: the values are
     /// plain strings and integers, and `execute(arguments:)` boxed each into
     /// a `DatabaseValue` and validated the list — about 1,000 instructions
     /// per value under callgrind, the largest part of appending an event.
-    private static func appendToTail(_ groups: [[EventRecord]], count: Int, in db: Database,
+    private static func appendToTail(_ groups: [[EventRecord]], in db: Database,
                                      textBytes: inout Int) throws -> (first: Int64, last: Int64)? {
-        guard count > 0 else { return nil }
-        var events = groups.joined().makeIterator()
-        // One statement's rows: their texts in one buffer, bound in place
-        // (`SQLITE_STATIC`) and alive until its step: SQLite copying each
-        // text (`SQLITE_TRANSIENT`, a malloc and a copy) was about a quarter
-        // of appending an event under callgrind. `spans` holds the byte
-        // ranges of each row's four texts in `texts`, four a row; the
-        // buffers are reused from one statement to the next.
+        // One statement's rows (up to ``tailRowsPerInsert``): their texts in
+        // one buffer, bound in place (`SQLITE_STATIC`) and alive until its
+        // step: SQLite copying each text (`SQLITE_TRANSIENT`, a malloc and a
+        // copy) was about a quarter of appending an event under callgrind.
+        // `spans` holds the byte ranges of each row's four texts in `texts`,
+        // four a row; the buffers are reused from one statement to the next.
         var texts: [UInt8] = []
         var spans: [Range<Int>] = []
         var seqs: [Int64] = []
         spans.reserveCapacity(tailRowsPerInsert * 4)
         seqs.reserveCapacity(tailRowsPerInsert)
+        var written = 0
         func add(_ text: String) {
             let start = texts.count
             texts.append(contentsOf: text.utf8)
             spans.append(start..<texts.count)
         }
-        var remaining = count
-        while remaining > 0 {
-            let rows = min(tailRowsPerInsert, remaining)
-            texts.removeAll(keepingCapacity: true)
-            spans.removeAll(keepingCapacity: true)
-            seqs.removeAll(keepingCapacity: true)
-            for _ in 0..<rows {
-                guard let event = events.next() else {
-                    throw StoreError.invalidEvents(channel: "", reason: "fewer tail events than counted (\(count))")
-                }
-                let data = event.data.text
-                textBytes += data.utf8.count
-                add(event.channel)
-                add(event.event)
-                add(data)
-                add(event.at)
-                seqs.append(event.seq)
-            }
+        func insertRows() throws {
+            let rows = seqs.count
             let statement = try db.cachedStatement(sql: tailInserts[rows - 1])
             let handle = statement.sqliteStatement
             sqlite3_reset(handle)
@@ -315,9 +294,24 @@ extension Store {
             guard code == SQLITE_DONE else {
                 throw DatabaseError(resultCode: ResultCode(rawValue: code), message: db.lastErrorMessage, sql: statement.sql)
             }
-            remaining -= rows
+            written += rows
+            texts.removeAll(keepingCapacity: true)
+            spans.removeAll(keepingCapacity: true)
+            seqs.removeAll(keepingCapacity: true)
         }
-        return (db.lastInsertedRowID - Int64(count) + 1, db.lastInsertedRowID)
+        for event in groups.joined() {
+            let data = event.data.text
+            textBytes += data.utf8.count
+            add(event.channel)
+            add(event.event)
+            add(data)
+            add(event.at)
+            seqs.append(event.seq)
+            if seqs.count == tailRowsPerInsert { try insertRows() }
+        }
+        if !seqs.isEmpty { try insertRows() }
+        guard written > 0 else { return nil }
+        return (db.lastInsertedRowID - Int64(written) + 1, db.lastInsertedRowID)
     }
 
     /// A channel's seq as stored: its row's `seq` (exact as of the last fold
