@@ -12,7 +12,15 @@
 # Environment: CLIENTS (default 50 connections), PIPELINE (default 1 command
 # in flight per connection), RUNS (3), DURATION (10 s of OutaTime per round),
 # REDIS_REQUESTS (SETs per redis-benchmark run; default 300000, or 1000000
-# with a pipeline, so that a round lasts seconds, not a blink).
+# with a pipeline, so that a round lasts seconds, not a blink),
+# SERVER_CPUS and HARNESS_CPUS (CPU lists for `taskset -c`: the servers,
+# OutaTime's and redis-server, run on SERVER_CPUS and both harnesses on
+# HARNESS_CPUS; unset, the kernel places every thread). Both peers always get
+# the same placement. On the 2-core VM the placement alone moves the 50-client
+# ratio from about 0.6 (unpinned) to about 1.0 (harnesses on CPU 1): see
+# docs/BENCHMARKS.md, "CPU placement".
+#
+#   SERVER_CPUS=0 HARNESS_CPUS=1 make bench-commands   a core each
 #
 # Needs: .build/release/outatime-server and outatime-load (make release);
 # redis-server and redis-benchmark (Debian package redis-server) for the
@@ -32,7 +40,16 @@ mkdir -p "$OUT"
 for tool in "$SERVER" "$LOAD"; do
   [[ -x $tool ]] || { echo "missing $tool (make release)" >&2; exit 64; }
 done
+SERVER_CPUS=${SERVER_CPUS:-}
+HARNESS_CPUS=${HARNESS_CPUS:-}
 echo "durable commands: $CLIENTS clients, $PIPELINE in flight each; $RUNS rounds; results in $OUT"
+echo "placement: servers on CPUs ${SERVER_CPUS:-any}, harnesses on CPUs ${HARNESS_CPUS:-any}"
+# Command prefixes: `taskset -c CPUS` (which then execs the command, so `$!`
+# stays the server's pid), or nothing.
+on_server_cpus=()
+on_harness_cpus=()
+if [[ -n $SERVER_CPUS ]]; then on_server_cpus=(taskset -c "$SERVER_CPUS"); fi
+if [[ -n $HARNESS_CPUS ]]; then on_harness_cpus=(taskset -c "$HARNESS_CPUS"); fi
 
 redis_round() {  # prints the SET/s of one redis-benchmark run, or "-"
   if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null; then
@@ -42,11 +59,11 @@ redis_round() {  # prints the SET/s of one redis-benchmark run, or "-"
   local dir=$OUT/redis-aof
   rm -rf "$dir"
   mkdir -p "$dir"
-  redis-server --port 16380 --bind 127.0.0.1 --save '' --appendonly yes --appendfsync always \
+  "${on_server_cpus[@]}" redis-server --port 16380 --bind 127.0.0.1 --save '' --appendonly yes --appendfsync always \
     --dir "$dir" >/dev/null &
   local pid=$!
   sleep 1.5
-  redis-benchmark -p 16380 -c "$CLIENTS" -P "$PIPELINE" -n "$REDIS_REQUESTS" -t set -q 2>/dev/null | tr '\r' '\n' \
+  "${on_harness_cpus[@]}" redis-benchmark -p 16380 -c "$CLIENTS" -P "$PIPELINE" -n "$REDIS_REQUESTS" -t set -q 2>/dev/null | tr '\r' '\n' \
     | awk '/requests per second/ { print $2 }' | tail -1
   kill -TERM $pid
   wait $pid || true
@@ -56,10 +73,10 @@ outatime_round() {  # FILE: one outatime-load commands run on a fresh server
   rm -f "$OUT/commands.sqlite"*
   # No request-rate limit: one pipelining connection runs far beyond the
   # default --max-requests-per-second, and the figure is the server's speed.
-  "$SERVER" --port 19001 --db "$OUT/commands.sqlite" --log-level warning --max-requests-per-second 0 >/dev/null &
+  "${on_server_cpus[@]}" "$SERVER" --port 19001 --db "$OUT/commands.sqlite" --log-level warning --max-requests-per-second 0 >/dev/null &
   local pid=$!
   sleep 1
-  "$LOAD" commands --port 19001 --clients "$CLIENTS" --pipeline "$PIPELINE" --duration "$DURATION" --json \
+  "${on_harness_cpus[@]}" "$LOAD" commands --port 19001 --clients "$CLIENTS" --pipeline "$PIPELINE" --duration "$DURATION" --json \
     2>/dev/null > "$1" || true
   kill -TERM $pid
   wait $pid || true
