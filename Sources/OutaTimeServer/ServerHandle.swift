@@ -35,6 +35,8 @@ public final class ServerHandle: Sendable {
         let started = Started()
         let finished = Finished()
         let thread = Thread {
+            // Named from inside, at most 15 bytes: see StoreWriter.threadName.
+            Thread.current.name = "outatime-loop"
             let server: Server
             let address: Server.Listening
             do {
@@ -47,7 +49,6 @@ public final class ServerHandle: Sendable {
             started.set(.success((address, server.inbox.sender)))
             finished.set(server.runLoop())
         }
-        thread.name = "outatime-loop"
         thread.start()
         switch started.wait() {
         case .success(let (address, sender)):

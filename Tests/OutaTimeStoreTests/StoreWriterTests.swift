@@ -12,6 +12,16 @@ private final class WriterBox: @unchecked Sendable {
     }
 }
 
+/// A name written on one thread and read on another.
+private final class NameBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: String?
+    var name: String? {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
+    }
+}
+
 /// The group-commit writer on a real database file. Group sizes are made
 /// deterministic with `startsPaused`: everything is submitted before the
 /// writer may run, never by sleeping.
@@ -39,6 +49,23 @@ private final class WriterBox: @unchecked Sendable {
         #expect(writer.stats.largestBatch == 100)
         #expect(writer.backlog == 0)
         #expect(try store.loadChannels().count == 100)
+    }
+
+    /// The kernel knows the writer thread by its name (`ps -L`, `top -H`,
+    /// `perf`, and the per-thread CPU of docs/bench/commands.sh): read by the
+    /// thread itself, in `onCommit`, which runs on it.
+    @Test func theKernelKnowsTheWriterThreadByItsName() throws {
+        #expect(StoreWriter.threadName.utf8.count <= 15, "Linux refuses longer thread names")
+        #if os(Linux)
+        let temp = try TemporaryStore()
+        let seen = NameBox()
+        let writer = StoreWriter(store: temp.store, historyLimit: 1_000) { _ in
+            seen.name = try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)
+        }
+        writer.submit([.createChannel(.fresh("laps/a"))], ticket: 0)
+        writer.close()
+        #expect(seen.name == StoreWriter.threadName + "\n")
+        #endif
     }
 
     @Test func reportsFollowSubmissionOrder() throws {

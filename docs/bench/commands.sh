@@ -51,9 +51,21 @@ on_harness_cpus=()
 if [[ -n $SERVER_CPUS ]]; then on_server_cpus=(taskset -c "$SERVER_CPUS"); fi
 if [[ -n $HARNESS_CPUS ]]; then on_harness_cpus=(taskset -c "$HARNESS_CPUS"); fi
 
-redis_round() {  # prints the SET/s of one redis-benchmark run, or "-"
+# CPU each server thread has used so far: one line per thread, "TID NAME
+# TICKS" (user + system time in clock ticks). The fields after "pid (name) "
+# are state first, then utime 12th and stime 13th (proc(5)).
+thread_ticks() {  # PID
+  local task
+  for task in /proc/"$1"/task/*; do
+    [[ -r $task/stat ]] || continue
+    printf '%s %s %s\n' "${task##*/}" "$(tr ' ' '_' < "$task/comm")" \
+      "$(sed 's/^.*) //' "$task/stat" | awk '{ print $12 + $13 }')"
+  done 2>/dev/null || true
+}
+
+redis_round() {  # prints "SET/s CPU-TICKS" of one redis-benchmark run (the server's CPU during it), or "- -"
   if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null; then
-    echo "-"
+    echo "- -"
     return
   fi
   local dir=$OUT/redis-aof
@@ -63,36 +75,63 @@ redis_round() {  # prints the SET/s of one redis-benchmark run, or "-"
     --dir "$dir" >/dev/null &
   local pid=$!
   sleep 1.5
-  "${on_harness_cpus[@]}" redis-benchmark -p 16380 -c "$CLIENTS" -P "$PIPELINE" -n "$REDIS_REQUESTS" -t set -q 2>/dev/null | tr '\r' '\n' \
-    | awk '/requests per second/ { print $2 }' | tail -1
+  local before after rate
+  before=$(thread_ticks $pid | awk '{ s += $3 } END { print s + 0 }')
+  rate=$("${on_harness_cpus[@]}" redis-benchmark -p 16380 -c "$CLIENTS" -P "$PIPELINE" -n "$REDIS_REQUESTS" -t set -q \
+    2>/dev/null | tr '\r' '\n' | awk '/requests per second/ { print $2 }' | tail -1)
+  after=$(thread_ticks $pid | awk '{ s += $3 } END { print s + 0 }')
+  echo "${rate:--} $((after - before))"
   kill -TERM $pid
   wait $pid || true
 }
 
-outatime_round() {  # FILE: one outatime-load commands run on a fresh server
+outatime_round() {  # FILE: one outatime-load commands run on a fresh server; its server's thread CPU in FILE.cpu-before/-after
   rm -f "$OUT/commands.sqlite"*
   # No request-rate limit: one pipelining connection runs far beyond the
   # default --max-requests-per-second, and the figure is the server's speed.
   "${on_server_cpus[@]}" "$SERVER" --port 19001 --db "$OUT/commands.sqlite" --log-level warning --max-requests-per-second 0 >/dev/null &
   local pid=$!
   sleep 1
+  thread_ticks $pid > "$1.cpu-before"
   "${on_harness_cpus[@]}" "$LOAD" commands --port 19001 --clients "$CLIENTS" --pipeline "$PIPELINE" --duration "$DURATION" --json \
     2>/dev/null > "$1" || true
+  thread_ticks $pid > "$1.cpu-after"
+  echo "$pid" > "$1.pid"
   kill -TERM $pid
   wait $pid || true
 }
 
 for round in $(seq "$RUNS"); do
-  redis=$(redis_round)
+  read -r redis redis_ticks <<< "$(redis_round)"
   outatime_round "$OUT/commands-$round.json"
-  python3 - "$OUT/commands-$round.json" "$redis" <<'PY'
+  python3 - "$OUT/commands-$round.json" "$redis" "$redis_ticks" "$REDIS_REQUESTS" "$(getconf CLK_TCK)" <<'PY'
 import json, sys, time
+path, redis, redis_ticks, redis_requests, hz = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+# Server CPU per command, which depends less on the VM's speed of the
+# minute than the rate does: Redis's over its whole redis-benchmark run,
+# OutaTime's per thread over its whole outatime-load run (the loop is the
+# main thread; the store writer's thread is named outatime-writer).
+redis_cpu = ""
+if redis_ticks.isdigit() and redis != "-":
+    redis_cpu = f", server CPU {int(redis_ticks) / hz * 1e6 / redis_requests:.1f} µs a SET"
 try:
-    result = json.load(open(sys.argv[1]))
+    result = json.load(open(path))
 except ValueError:
-    print(f"{time.strftime('%H:%M:%S')}  outatime: no result (see {sys.argv[1]})  |  "
-          f"redis appendfsync always {sys.argv[2]} SET/s")
+    print(f"{time.strftime('%H:%M:%S')}  outatime: no result (see {path})  |  "
+          f"redis appendfsync always {redis} SET/s{redis_cpu}")
     sys.exit(0)
+def ticks(name):
+    rows = [line.split() for line in open(f"{path}.{name}") if line.strip()]
+    return {tid: (comm, int(count)) for tid, comm, count in rows}
+before, after, pid = ticks("cpu-before"), ticks("cpu-after"), open(f"{path}.pid").read().strip()
+used = {"loop": 0, "writer": 0, "other": 0}
+for tid, (comm, count) in after.items():
+    part = "loop" if tid == pid else "writer" if comm == "outatime-writer" else "other"
+    used[part] += count - before.get(tid, (comm, 0))[1]
+acknowledged = max(1, result.get("acknowledged", 0))
+per = {part: count / hz * 1e6 / acknowledged for part, count in used.items()}
+server_cpu = (f"server CPU {sum(per.values()):.1f} µs a command "
+              f"(loop {per['loop']:.1f}, writer {per['writer']:.1f}, other {per['other']:.1f})  ")
 latency = result["latency"]
 ms = lambda key: f"{latency[key] / 1000:.1f} ms"
 cpu = result.get("harness_cpu", {})
@@ -101,8 +140,8 @@ harness = f"harness loop {share * 100:.0f} %  " if share is not None else ""
 print(f"{time.strftime('%H:%M:%S')}  c{result['clients']} P{result.get('pipeline', 1)}  "
       f"outatime {result['commands_per_s']:,}/s  "
       f"p50 {ms('p50_us')}  p99 {ms('p99_us')}  p99.9 {ms('p99_9_us')}  max {ms('max_us')}  "
-      f"{result.get('events_per_batch', '?')} events/commit  errors {result['errors']}  {harness}|  "
-      f"redis appendfsync always {sys.argv[2]} SET/s")
+      f"{result.get('events_per_batch', '?')} events/commit  errors {result['errors']}  {server_cpu}{harness}|  "
+      f"redis appendfsync always {redis} SET/s{redis_cpu}")
 PY
 done
 echo "results in $OUT"

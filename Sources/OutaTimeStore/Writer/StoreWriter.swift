@@ -47,8 +47,14 @@ public final class StoreWriter: Sendable {
         // The thread holds the loop, not `self`, so an unused writer can
         // still be deinitialised (which closes it).
         let loop = WriterLoop(store: store, historyLimit: historyLimit, foldEvery: foldEvery, inbox: inbox, onCommit: onCommit)
-        let thread = Thread { loop.run() }
-        thread.name = "outatime-store-writer"
+        let thread = Thread {
+            // Named from inside: on Linux, Foundation gives the kernel a
+            // name set before `start()` only on Darwin, and the kernel
+            // refuses names over 15 bytes. `ps -L`, `top -H` and `perf`
+            // then tell this thread from the event loop.
+            Thread.current.name = StoreWriter.threadName
+            loop.run()
+        }
         inbox.setWriterThread(thread)
         thread.start()
     }
@@ -56,6 +62,10 @@ public final class StoreWriter: Sendable {
     deinit {
         close()
     }
+
+    /// The writer thread's name, as `ps -L` and `/proc/PID/task/TID/comm`
+    /// show it (at most 15 bytes, the kernel's limit).
+    public static let threadName = "outatime-writer"
 
     /// Queues `writes` to be committed together (all or none) and returns at
     /// once. Their outcome is reported under `ticket` through `onCommit`.

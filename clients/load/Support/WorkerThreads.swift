@@ -21,6 +21,9 @@ final class WorkerThreads: Sendable {
             let finished = finished
             let clocks = clocks
             let thread = Thread {
+                // Named from inside, at most 15 bytes: on Linux a name set
+                // before `start()` never reaches the kernel (`ps -L`, `perf`).
+                Thread.current.name = "load-loop-\(index)"
                 clocks.set(CPUClock.currentThread(), at: index)
                 defer {
                     clocks.set(nil, at: index)
@@ -40,7 +43,6 @@ final class WorkerThreads: Sendable {
                 withExtendedLifetime(worker) { _ = loop.run() }
                 try? loop.close()
             }
-            thread.name = "outatime-load-\(index)"
             thread.start()
         }
         for _ in 0..<count { started.wait() }
