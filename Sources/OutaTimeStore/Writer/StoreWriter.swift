@@ -48,10 +48,10 @@ public final class StoreWriter: Sendable {
         // still be deinitialised (which closes it).
         let loop = WriterLoop(store: store, historyLimit: historyLimit, foldEvery: foldEvery, inbox: inbox, onCommit: onCommit)
         let thread = Thread {
-            // Named from inside: on Linux, Foundation gives the kernel a
-            // name set before `start()` only on Darwin, and the kernel
-            // refuses names over 15 bytes. `ps -L`, `top -H` and `perf`
-            // then tell this thread from the event loop.
+            // Named from inside: on Linux a name set before `start()`
+            // never reaches the kernel, and the kernel refuses names over
+            // 15 bytes. `ps -L`, `top -H` and `perf` then tell this thread
+            // from the event loop.
             Thread.current.name = StoreWriter.threadName
             loop.run()
         }
