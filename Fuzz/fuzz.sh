@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets and runs each for a bounded time (`make fuzz`).
 #
-#   Fuzz/fuzz.sh [target ...]      default: frame json request actions
+#   Fuzz/fuzz.sh [target ...]      default: frame json request actions http
 #
 # Environment:
 #   FUZZ_SECONDS   seconds per target (default 60), libFuzzer -max_total_time
