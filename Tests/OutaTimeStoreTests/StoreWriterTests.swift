@@ -2,21 +2,12 @@ import Foundation
 @testable import OutaTimeStore
 import Testing
 
-/// Holds a writer so that its own `onCommit` can reach it.
-private final class WriterBox: @unchecked Sendable {
+/// A value set on one thread and read on another: the writer, for its own
+/// `onCommit` to reach it; what the writer thread saw, for the test.
+private final class Shared<Value>: @unchecked Sendable {
     private let lock = NSLock()
-    private var stored: StoreWriter?
-    var writer: StoreWriter? {
-        get { lock.withLock { stored } }
-        set { lock.withLock { stored = newValue } }
-    }
-}
-
-/// A name written on one thread and read on another.
-private final class NameBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: String?
-    var name: String? {
+    private var stored: Value?
+    var value: Value? {
         get { lock.withLock { stored } }
         set { lock.withLock { stored = newValue } }
     }
@@ -58,13 +49,13 @@ private final class NameBox: @unchecked Sendable {
         #expect(StoreWriter.threadName.utf8.count <= 15, "Linux refuses longer thread names")
         #if os(Linux)
         let temp = try TemporaryStore()
-        let seen = NameBox()
+        let seen = Shared<String>()
         let writer = StoreWriter(store: temp.store, historyLimit: 1_000) { _ in
-            seen.name = try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)
+            seen.value = try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)
         }
         writer.submit([.createChannel(.fresh("laps/a"))], ticket: 0)
         writer.close()
-        #expect(seen.name == StoreWriter.threadName + "\n")
+        #expect(seen.value == StoreWriter.threadName + "\n")
         #endif
     }
 
@@ -193,20 +184,20 @@ private final class NameBox: @unchecked Sendable {
     @Test func closeFromTheCommitCallbackDoesNotDeadlock() throws {
         let temp = try TemporaryStore()
         let store = temp.store
-        let box = WriterBox()
+        let box = Shared<StoreWriter>()
         let log = CommitLog()
         let writer = StoreWriter(store: store, historyLimit: 1_000, startsPaused: true) { commits in
             log.sink(commits)
-            box.writer?.close()
+            box.value?.close()
         }
-        box.writer = writer
+        box.value = writer
         writer.submit([.createChannel(.fresh("laps/a"))], ticket: 1)
         writer.resume()
         #expect(log.waitFor(1))
         writer.close()
         writer.submit([], ticket: 2)
         #expect(log.all.map(\.succeeded) == [true, false])
-        box.writer = nil
+        box.value = nil
     }
 
     @Test func committedDataSurvivesReopening() throws {
