@@ -36,6 +36,10 @@ struct LoadTimersConnectionsTests {
             #expect(result["duplicated_ticks"] as? Int == 0)
             #expect(result["missed_updates"] as? Int == 0)
             #expect(result["duplicated_updates"] as? Int == 0)
+            // The same checks for the ticks seen during the setup, reported apart.
+            for key in ["setup_missed_ticks", "setup_duplicated_ticks", "setup_missed_updates", "setup_duplicated_updates"] {
+                #expect(result[key] as? Int == 0, "\(key)")
+            }
             #expect(result["errors"] as? Int == 0)
             #expect(result["ok"] as? Bool == true)
             let lateness = try #require(result["lateness"] as? [String: Any])
@@ -88,7 +92,8 @@ struct LoadTimersConnectionsTests {
             #expect(run.status == 0, "stderr: \(run.stderr)\nstdout: \(run.stdout)")
             for label in ["ticks/s", "updates/s", "lateness p50", "lateness p99.9", "lateness max", "missed ticks",
                           "duplicated ticks", "errors", "6 of 6", "connections", "4 (2 viewers + 2 watchers)",
-                          "setup rates", "adds/s", "starts/s", "harness CPU, setup", "harness CPU, measured"] {
+                          "setup rates", "adds/s", "starts/s", "harness CPU, setup", "harness CPU, measured",
+                          "during setup: missed, duplicated ticks"] {
                 #expect(run.stdout.contains(label), "missing \(label) in \(run.stdout)")
             }
         }

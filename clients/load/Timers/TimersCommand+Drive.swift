@@ -124,8 +124,8 @@ extension TimersCommand {
                                        Double(now - measureNs) / 1e9, Report.grouped(c.ticks),
                                        Report.grouped(c.ticks - previous.ticks), Report.grouped(c.updates),
                                        Report.grouped(c.updates - previous.updates),
-                                       Report.grouped(c.missedTicks), Report.grouped(c.missedUpdates),
-                                       Report.grouped(c.duplicatedTicks), Report.grouped(c.duplicatedUpdates),
+                                       Report.grouped(c.measured.missedTicks), Report.grouped(c.measured.missedUpdates),
+                                       Report.grouped(c.measured.duplicatedTicks), Report.grouped(c.measured.duplicatedUpdates),
                                        Report.grouped(c.lateTicks), Report.grouped(c.errors)))
                 previous = c
                 nextProgressNs += 1_000_000_000

@@ -30,7 +30,9 @@ struct TimersCommand: ParsableCommand {
         a busiest loop near 100 % means the harness may have set the pace, not the server.
 
         Exit status 1 on a missed tick (a countdown jumping by more than 1 between consecutive ticks), \
-        a duplicated one (no change), a stall or any error.
+        a duplicated one (no change), a stall or any error. Missed and duplicated ticks are counted \
+        apart for the setup (lists started first tick while the rest are still added and started) \
+        and for the measured run (missed_ticks, setup_missed_ticks, … in --json).
 
         Example, a million timers:
 

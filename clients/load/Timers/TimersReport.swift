@@ -22,7 +22,7 @@ struct TimersReport {
 
     var failed: Bool {
         counts.errors > 0 || outcome.stalled || !outcome.measured || counts.ticks == 0
-            || counts.missedTicks > 0 || counts.duplicatedTicks > 0 || counts.missedUpdates > 0 || counts.duplicatedUpdates > 0
+            || counts.measured.anyWrong || counts.setup.anyWrong
     }
 
     private func rounded(_ value: Double) -> Double { (value * 1000).rounded() / 1000 }
@@ -49,8 +49,10 @@ struct TimersReport {
             "updates_delivered": counts.updates, "updates_per_s": Int(updateRate),
             "expected_updates_per_s": timers * watchers,
             "lateness": summary.json,
-            "missed_ticks": counts.missedTicks, "duplicated_ticks": counts.duplicatedTicks,
-            "missed_updates": counts.missedUpdates, "duplicated_updates": counts.duplicatedUpdates,
+            "missed_ticks": counts.measured.missedTicks, "duplicated_ticks": counts.measured.duplicatedTicks,
+            "missed_updates": counts.measured.missedUpdates, "duplicated_updates": counts.measured.duplicatedUpdates,
+            "setup_missed_ticks": counts.setup.missedTicks, "setup_duplicated_ticks": counts.setup.duplicatedTicks,
+            "setup_missed_updates": counts.setup.missedUpdates, "setup_duplicated_updates": counts.setup.duplicatedUpdates,
             "late_ticks_over_50ms": counts.lateTicks,
             "errors": counts.errors, "stalled": outcome.stalled, "ok": !failed,
         ]
@@ -75,10 +77,13 @@ struct TimersReport {
             ("ticks/s", "\(Report.grouped(Int(tickRate))) (expected \(Report.grouped(lists * watchers)))"),
             ("updates/s", "\(Report.grouped(Int(updateRate))) (expected \(Report.grouped(timers * watchers)))"),
         ] + summary.rows.map { ($0.0.replacingOccurrences(of: "latency", with: "lateness"), $0.1) } + [
-            ("missed ticks", Report.grouped(counts.missedTicks)),
-            ("duplicated ticks", Report.grouped(counts.duplicatedTicks)),
-            ("missed updates", Report.grouped(counts.missedUpdates)),
-            ("duplicated updates", Report.grouped(counts.duplicatedUpdates)),
+            ("missed ticks", Report.grouped(counts.measured.missedTicks)),
+            ("duplicated ticks", Report.grouped(counts.measured.duplicatedTicks)),
+            ("missed updates", Report.grouped(counts.measured.missedUpdates)),
+            ("duplicated updates", Report.grouped(counts.measured.duplicatedUpdates)),
+            ("during setup: missed, duplicated ticks", "\(Report.grouped(counts.setup.missedTicks)), "
+                + "\(Report.grouped(counts.setup.duplicatedTicks)) (updates \(Report.grouped(counts.setup.missedUpdates)), "
+                + "\(Report.grouped(counts.setup.duplicatedUpdates)))"),
             ("ticks over 50 ms late", Report.grouped(counts.lateTicks)),
             ("harness CPU, setup", outcome.setupCPU?.text ?? "?"),
             ("harness CPU, measured", outcome.measuredCPU?.text ?? "?"),

@@ -19,14 +19,11 @@ final class TimersTally: WorkerTally, @unchecked Sendable {
     let updates = Atomic<Int>(0)
     /// Tick frames delivered to watchers, setup included (for stall detection).
     let ticksSeen = Atomic<Int>(0)
-    /// Tick frames a watcher never got: its list's reference countdown jumped by more than 1.
-    let missedTicks = Atomic<Int>(0)
-    /// Tick frames a watcher got twice: the reference countdown did not move.
-    let duplicatedTicks = Atomic<Int>(0)
-    /// Seconds a timer skipped between consecutive ticks (remaining_s fell by more than 1).
-    let missedUpdates = Atomic<Int>(0)
-    /// A timer showing the same remaining_s in consecutive ticks.
-    let duplicatedUpdates = Atomic<Int>(0)
+    /// Ticks checked while measuring: what the run's figures report.
+    let measured = TickChecks()
+    /// Ticks checked during the setup, while lists already started tick
+    /// beside the adds and starts of the others: reported apart.
+    let setup = TickChecks()
     /// Tick frames that arrived more than ``TimersTally/lateThresholdSeconds`` after their second.
     let lateTicks = Atomic<Int>(0)
     /// The lateness that counts a tick as late (the 50 ms of the benchmark goal).
@@ -39,10 +36,42 @@ final class TimersTally: WorkerTally, @unchecked Sendable {
             watchersConnected: watchersConnected.load(ordering: .relaxed),
             watchersSubscribed: watchersSubscribed.load(ordering: .relaxed), started: started.load(ordering: .relaxed),
             ticks: ticks.load(ordering: .relaxed), updates: updates.load(ordering: .relaxed),
-            ticksSeen: ticksSeen.load(ordering: .relaxed), missedTicks: missedTicks.load(ordering: .relaxed),
-            duplicatedTicks: duplicatedTicks.load(ordering: .relaxed), missedUpdates: missedUpdates.load(ordering: .relaxed),
-            duplicatedUpdates: duplicatedUpdates.load(ordering: .relaxed), lateTicks: lateTicks.load(ordering: .relaxed),
-            errors: errors.load(ordering: .relaxed))
+            ticksSeen: ticksSeen.load(ordering: .relaxed), measured: measured.counts, setup: setup.counts,
+            lateTicks: lateTicks.load(ordering: .relaxed), errors: errors.load(ordering: .relaxed))
+    }
+}
+
+/// What the consecutive ticks of each watcher showed that they should not:
+/// one set of counters per phase.
+final class TickChecks: Sendable {
+    /// Tick frames a watcher never got: its list's reference countdown jumped by more than 1.
+    let missedTicks = Atomic<Int>(0)
+    /// Tick frames a watcher got twice: the reference countdown did not move.
+    let duplicatedTicks = Atomic<Int>(0)
+    /// Seconds a timer skipped between consecutive ticks (remaining_s fell by more than 1).
+    let missedUpdates = Atomic<Int>(0)
+    /// A timer showing the same remaining_s in consecutive ticks.
+    let duplicatedUpdates = Atomic<Int>(0)
+
+    var counts: TickCheckCounts {
+        TickCheckCounts(missedTicks: missedTicks.load(ordering: .relaxed),
+                        duplicatedTicks: duplicatedTicks.load(ordering: .relaxed),
+                        missedUpdates: missedUpdates.load(ordering: .relaxed),
+                        duplicatedUpdates: duplicatedUpdates.load(ordering: .relaxed))
+    }
+}
+
+/// The counters of ``TickChecks``, read at one moment.
+struct TickCheckCounts {
+    var missedTicks = 0, duplicatedTicks = 0, missedUpdates = 0, duplicatedUpdates = 0
+
+    /// Whether any tick was missed or duplicated.
+    var anyWrong: Bool { missedTicks > 0 || duplicatedTicks > 0 || missedUpdates > 0 || duplicatedUpdates > 0 }
+
+    static func + (left: Self, right: Self) -> Self {
+        Self(missedTicks: left.missedTicks + right.missedTicks, duplicatedTicks: left.duplicatedTicks + right.duplicatedTicks,
+             missedUpdates: left.missedUpdates + right.missedUpdates,
+             duplicatedUpdates: left.duplicatedUpdates + right.duplicatedUpdates)
     }
 }
 
@@ -50,7 +79,9 @@ final class TimersTally: WorkerTally, @unchecked Sendable {
 struct TimersCounts {
     var viewersReady = 0, added = 0, watchersConnected = 0, watchersSubscribed = 0, started = 0
     var ticks = 0, updates = 0, ticksSeen = 0
-    var missedTicks = 0, duplicatedTicks = 0, missedUpdates = 0, duplicatedUpdates = 0, lateTicks = 0, errors = 0
+    /// Missed and duplicated ticks while measuring, and during the setup.
+    var measured = TickCheckCounts(), setup = TickCheckCounts()
+    var lateTicks = 0, errors = 0
 
     /// The sum over `tallies`.
     static func sum(_ tallies: [TimersTally]) -> TimersCounts {
@@ -64,10 +95,8 @@ struct TimersCounts {
             total.ticks += part.ticks
             total.updates += part.updates
             total.ticksSeen += part.ticksSeen
-            total.missedTicks += part.missedTicks
-            total.duplicatedTicks += part.duplicatedTicks
-            total.missedUpdates += part.missedUpdates
-            total.duplicatedUpdates += part.duplicatedUpdates
+            total.measured = total.measured + part.measured
+            total.setup = total.setup + part.setup
             total.lateTicks += part.lateTicks
             total.errors += part.errors
         }

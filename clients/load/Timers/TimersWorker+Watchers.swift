@@ -55,6 +55,8 @@ extension TimersWorker {
             tally.ticks.add(1, ordering: .relaxed)
             tally.updates.add(entries.count, ordering: .relaxed)
         }
+        // Counted apart during the setup, when the figures are not measured.
+        let checks = measuring ? tally.measured : tally.setup
         var missed = 0
         var duplicated = 0
         for (id, remaining) in entries {
@@ -80,8 +82,8 @@ extension TimersWorker {
             if let lastSecond = watcher.lastSecond {
                 switch second - lastSecond {
                 case 1: break
-                case 0: tally.duplicatedTicks.add(1, ordering: .relaxed)
-                case let gone where gone > 1: tally.missedTicks.add(gone - 1, ordering: .relaxed)
+                case 0: checks.duplicatedTicks.add(1, ordering: .relaxed)
+                case let gone where gone > 1: checks.missedTicks.add(gone - 1, ordering: .relaxed)
                 default: tally.recordError("list \(watcher.list): tick for second \(second) after second \(lastSecond)")
                 }
             }
@@ -93,7 +95,7 @@ extension TimersWorker {
             _ = lateness.record(UInt64(max(1, ((arrived - due) * 1_000_000).rounded())))
             if arrived - due > TimersTally.lateThresholdSeconds { tally.lateTicks.add(1, ordering: .relaxed) }
         }
-        if missed > 0 { tally.missedUpdates.add(missed, ordering: .relaxed) }
-        if duplicated > 0 { tally.duplicatedUpdates.add(duplicated, ordering: .relaxed) }
+        if missed > 0 { checks.missedUpdates.add(missed, ordering: .relaxed) }
+        if duplicated > 0 { checks.duplicatedUpdates.add(duplicated, ordering: .relaxed) }
     }
 }
