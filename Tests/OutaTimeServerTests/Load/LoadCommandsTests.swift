@@ -48,6 +48,31 @@ struct LoadHarnessCommandsTests {
         }
     }
 
+    @Test("commands --refill burst: 8 at a time, the next 8 once all are answered, 300 commands, each acknowledged once")
+    func burst() throws {
+        try withTestServer { server in
+            let run = try LoadHarnessTests.load(["commands", "--clients", "1", "--pipeline", "8", "--refill", "burst",
+                                                 "--commands", "300", "--duration", "20", "--json"], port: server.port)
+            #expect(run.status == 0, "stderr: \(run.stderr)\nstdout: \(run.stdout)")
+            let result = try #require(JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+            #expect(result["refill"] as? String == "burst")
+            #expect(result["sent"] as? Int == 300)
+            #expect(result["acknowledged"] as? Int == 300)
+            #expect(result["events_committed"] as? Int == 300)
+            // A burst is sent only once the previous one is answered, so no
+            // commit can hold commands of two bursts: at least 38 commits.
+            #expect((result["store_batches"] as? Int ?? 0) >= 38)
+            #expect(result["ok"] as? Bool == true)
+        }
+    }
+
+    @Test("commands: --refill names its modes when given another", arguments: ["sideways"])
+    func refillRefused(value: String) throws {
+        let run = try LoadHarnessTests.load(["commands", "--refill", value], port: 1)
+        #expect(run.status == 64, "stderr: \(run.stderr)")
+        #expect(run.stderr.contains("window") && run.stderr.contains("burst"), "stderr: \(run.stderr)")
+    }
+
     @Test("commands: --pipeline out of range is refused with exit status 64", arguments: ["0", "10001"])
     func pipelineRange(value: String) throws {
         // Refused before any connection: port 1 is never dialled.

@@ -29,7 +29,8 @@ struct CommandsCommand: ParsableCommand {
         With --pipeline 1 (the default) it sends the next command \
         when the previous reply arrives; with --pipeline N it sends N at once and then one more per \
         reply, so that N commands are always in flight on the connection (the server runs them in \
-        order, so the cycle stays valid). Every command is one durable event, acknowledged only after \
+        order, so the cycle stays valid). With --refill burst it sends N, waits for all N replies, then \
+        sends N again, as `redis-benchmark -P N` does. Every command is one durable event, acknowledged only after \
         commit. Latency is send → reply per command, in this process (with a pipeline it includes the \
         wait behind the commands ahead). The server's `stats` are read before and after the run to \
         report events per storage batch. Bounded by --duration and/or --commands.
@@ -56,6 +57,9 @@ struct CommandsCommand: ParsableCommand {
 
     @Option(help: ArgumentHelp("Durable commands each client keeps in flight (1…10000): it sends this many, then one more per reply.", valueName: "count"))
     var pipeline: Int = 1
+
+    @Option(help: ArgumentHelp("When a client sends more: window (one more per reply, --pipeline always in flight) or burst (--pipeline again once all replies are in, as redis-benchmark -P does).", valueName: "mode"))
+    var refill: CommandsRefill = .window
 
     @Option(help: ArgumentHelp("Commands to send in total (default: until --duration is over).", valueName: "count"))
     var commands: Int?
@@ -91,7 +95,7 @@ struct CommandsCommand: ParsableCommand {
         let budget = CommandBudget(limit: commands)
         let plans = tallies.enumerated().map { index, tally in
             CommandsPlan(index: index, address: address, channelPrefix: prefix, clients: tally.clientCount,
-                         pipeline: pipeline, workload: workload, preload: preload)
+                         pipeline: pipeline, refill: refill, workload: workload, preload: preload)
         }
         let directory = WorkerDirectory<WorkerOrder>()
         let threads = WorkerThreads(count: loops, makeWorker: { index, loop in
@@ -156,7 +160,7 @@ struct CommandsCommand: ParsableCommand {
             var object: [String: Any] = [
                 "scenario": "commands", "workload": workload.rawValue, "preload": preload, "preloaded": preloaded,
                 "preload_s": (preloadSeconds * 1000).rounded() / 1000, "preload_per_s": Int(preloadRate),
-                "channel_prefix": prefix, "clients": clients, "pipeline": pipeline, "loops": loops,
+                "channel_prefix": prefix, "clients": clients, "pipeline": pipeline, "refill": refill.rawValue, "loops": loops,
                 "sent": sent, "acknowledged": acknowledged, "errors": errors,
                 "elapsed_s": (seconds * 1000).rounded() / 1000, "commands_per_s": Int(rate),
                 "latency": summary.json, "stalled": outcome.stalled, "duration_reached": outcome.timedOut,
@@ -178,7 +182,7 @@ struct CommandsCommand: ParsableCommand {
             var rows: [(String, String)] = [
                 ("workload", workload.rawValue),
                 ("preload", preloadText),
-                ("in flight per client", Report.grouped(pipeline)),
+                ("in flight per client", "\(Report.grouped(pipeline)), refill \(refill.rawValue)"),
                 ("acknowledged", "\(Report.grouped(acknowledged)) of \(Report.grouped(sent)) sent"),
                 ("elapsed", String(format: "%.3f s", seconds)),
                 ("commands/s", Report.grouped(Int(rate))),

@@ -10,6 +10,8 @@ struct CommandsPlan: Sendable {
     let clients: Int
     /// Commands each client keeps in flight (`--pipeline`).
     let pipeline: Int
+    /// When it sends more (`--refill`).
+    let refill: CommandsRefill
     /// What each command is (`--workload`).
     let workload: CommandsWorkload
     /// Items each client adds to its channel before it reports ready (`--preload`).
@@ -131,7 +133,7 @@ final class CommandsWorker {
             _ = latency.record(max(1, (now &- command.sentNs) / 1_000))
             tally.acknowledged.add(1, ordering: .relaxed)
             tally.lastAckNs.store(now, ordering: .relaxed)
-            if sending { fill(client) }
+            if sending, plan.refill == .window || client.window.count == 0 { fill(client) }
         case .reply(nil, let error):
             tally.recordError("\(client.channel): reply without an id (\(error ?? "ok"))")
         case .failure(let reason):

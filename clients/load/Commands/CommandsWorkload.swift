@@ -71,3 +71,12 @@ enum CommandsWorkload: String, CaseIterable, ExpressibleByArgument, Sendable {
         #"{"type":"command","id":\#(id),"channel":"\#(channel)","action":"dispatch","args":{"model":"SWingV2","path":"AC","departs_at":"\#(departsAt)","note":"\#(note)"}}"#
     }
 }
+
+/// When a pipelining client sends its next commands (`--refill`).
+enum CommandsRefill: String, CaseIterable, ExpressibleByArgument, Sendable {
+    /// One more per reply: `--pipeline` commands are always in flight.
+    case window
+    /// All `--pipeline` again once every reply of the previous burst is in,
+    /// as `redis-benchmark -P` does.
+    case burst
+}
