@@ -12,7 +12,7 @@ struct LoadHarnessCommandsTests {
             let run = try LoadHarnessTests.load(["commands", "--clients", "4", "--commands", "200",
                                                  "--duration", "20", "--json"], port: server.port)
             #expect(run.status == 0, "stderr: \(run.stderr)\nstdout: \(run.stdout)")
-            let result = try #require(JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+            let result = try LoadHarnessTests.json(run)
             #expect(result["sent"] as? Int == 200)
             #expect(result["acknowledged"] as? Int == 200)
             #expect(result["errors"] as? Int == 0)
@@ -32,7 +32,7 @@ struct LoadHarnessCommandsTests {
             let run = try LoadHarnessTests.load(["commands", "--clients", "2", "--pipeline", "8", "--commands", "300",
                                                  "--duration", "20", "--json"], port: server.port)
             #expect(run.status == 0, "stderr: \(run.stderr)\nstdout: \(run.stdout)")
-            let result = try #require(JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+            let result = try LoadHarnessTests.json(run)
             #expect(result["pipeline"] as? Int == 8)
             #expect(result["sent"] as? Int == 300)
             #expect(result["acknowledged"] as? Int == 300)
@@ -54,7 +54,7 @@ struct LoadHarnessCommandsTests {
             let run = try LoadHarnessTests.load(["commands", "--clients", "1", "--pipeline", "8", "--refill", "burst",
                                                  "--commands", "300", "--duration", "20", "--json"], port: server.port)
             #expect(run.status == 0, "stderr: \(run.stderr)\nstdout: \(run.stdout)")
-            let result = try #require(JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+            let result = try LoadHarnessTests.json(run)
             #expect(result["refill"] as? String == "burst")
             #expect(result["sent"] as? Int == 300)
             #expect(result["acknowledged"] as? Int == 300)

@@ -14,7 +14,7 @@ struct LoadCommandsWorkloadTests {
                                                  "--pipeline", "8", "--commands", "120", "--duration", "20", "--json"],
                                                 port: server.port)
             #expect(run.status == 0, "stderr: \(run.stderr)\nstdout: \(run.stdout)")
-            let result = try #require(JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+            let result = try LoadHarnessTests.json(run)
             #expect(result["workload"] as? String == name)
             #expect(result["preload"] as? Int == 50)
             // Both clients filled their own channel, outside the measured figures.
@@ -53,7 +53,7 @@ struct LoadCommandsWorkloadTests {
             let run = try LoadHarnessTests.load(["commands", "--clients", "1", "--commands", "10", "--duration", "20",
                                                  "--json"], port: server.port)
             #expect(run.status == 0, "stderr: \(run.stderr)\nstdout: \(run.stdout)")
-            let result = try #require(JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+            let result = try LoadHarnessTests.json(run)
             #expect(result["workload"] as? String == "laps")
             #expect(result["preload"] as? Int == 0)
             #expect((result["channel_prefix"] as? String)?.hasPrefix("laps/load-") == true)

@@ -15,8 +15,7 @@ struct LoadHTTPCrowdTests {
                 "--phase-seconds", "3", "--ping-interval-ms", "2", "--bad-per-tick", "1", "--json",
             ], port: server.port)
             #expect(run.status == 0, "stderr: \(run.stderr)\nstdout: \(run.stdout)")
-            let result = try #require(JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any],
-                                      "stdout: \(run.stdout)\nstderr: \(run.stderr)")
+            let result = try LoadHarnessTests.json(run)
             #expect(result["ok"] as? Bool == true)
             #expect(((result["ping_baseline"] as? [String: Any])?["count"] as? Int ?? 0) > 0, "\(result)")
             #expect(((result["ping_load"] as? [String: Any])?["count"] as? Int ?? 0) > 0, "\(result)")

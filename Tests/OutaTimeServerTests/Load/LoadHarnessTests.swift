@@ -11,13 +11,20 @@ struct LoadHarnessTests {
         try ToolRun.run("outatime-load", arguments + ["--port", "\(port)"])
     }
 
+    /// The run's `--json` report; when stdout is not one JSON object the
+    /// test fails showing both streams.
+    static func json(_ run: ToolRun) throws -> [String: Any] {
+        try #require(JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any],
+                     "stdout: \(run.stdout)\nstderr: \(run.stderr)")
+    }
+
     @Test("fanout: 10 subscribers × 200 messages, each delivered exactly once")
     func fanout() throws {
         try withTestServer { server in
             let run = try Self.load(["fanout", "--subscribers", "10", "--messages", "200", "--size", "64",
                                      "--duration", "10", "--stall-timeout", "10", "--json"], port: server.port)
             #expect(run.status == 0, "stderr: \(run.stderr)\nstdout: \(run.stdout)")
-            let result = try #require(JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+            let result = try Self.json(run)
             #expect(result["published"] as? Int == 200)
             #expect(result["delivered"] as? Int == 10 * 200)
             #expect(result["lost"] as? Int == 0)

@@ -12,11 +12,6 @@ import Darwin
 /// Correctness only: no timing thresholds.
 @Suite("outatime-load harness: timers and connections")
 struct LoadTimersConnectionsTests {
-    private func json(_ run: ToolRun) throws -> [String: Any] {
-        try #require(JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any],
-                     "stdout: \(run.stdout)\nstderr: \(run.stderr)")
-    }
-
     @Test("timers: 200 timers over 4 lists, 2 watchers each, 3 s: every tick once, none missed")
     func timers() throws {
         try withTestServer { server in
@@ -24,7 +19,7 @@ struct LoadTimersConnectionsTests {
                                                  "--duration", "3", "--setup-timeout", "30", "--json"],
                                                 port: server.port)
             #expect(run.status == 0, "stderr: \(run.stderr)\nstdout: \(run.stdout)")
-            let result = try json(run)
+            let result = try LoadHarnessTests.json(run)
             #expect(result["timers_started"] as? Int == 200)
             #expect((result["ticks_delivered"] as? Int ?? 0) > 0)
             #expect((result["updates_delivered"] as? Int ?? 0) > 0)
@@ -75,7 +70,7 @@ struct LoadTimersConnectionsTests {
                                                  "--setup-window", "4", "--duration", "3", "--setup-timeout", "30",
                                                  "--json"], port: server.port)
             #expect(run.status == 0, "stderr: \(run.stderr)\nstdout: \(run.stdout)")
-            let result = try json(run)
+            let result = try LoadHarnessTests.json(run)
             #expect(result["errors"] as? Int == 0, "first error: \(result["first_error"] ?? "none")")
             #expect(result["timers_started"] as? Int == 40)
             #expect(result["setup_window"] as? Int == 4)
@@ -105,7 +100,7 @@ struct LoadTimersConnectionsTests {
             let run = try LoadHarnessTests.load(["connections", "--connections", "200", "--channels", "4",
                                                  "--settle", "0.5", "--duration", "30", "--json"], port: server.port)
             #expect(run.status == 0, "stderr: \(run.stderr)\nstdout: \(run.stdout)")
-            let result = try json(run)
+            let result = try LoadHarnessTests.json(run)
             #expect(result["opened"] as? Int == 200)
             #expect(result["failed"] as? Int == 0)
             #expect(result["errors"] as? Int == 0)

@@ -49,13 +49,11 @@ struct TimersReport {
             "updates_delivered": counts.updates, "updates_per_s": Int(updateRate),
             "expected_updates_per_s": timers * watchers,
             "lateness": summary.json,
-            "missed_ticks": counts.measured.missedTicks, "duplicated_ticks": counts.measured.duplicatedTicks,
-            "missed_updates": counts.measured.missedUpdates, "duplicated_updates": counts.measured.duplicatedUpdates,
-            "setup_missed_ticks": counts.setup.missedTicks, "setup_duplicated_ticks": counts.setup.duplicatedTicks,
-            "setup_missed_updates": counts.setup.missedUpdates, "setup_duplicated_updates": counts.setup.duplicatedUpdates,
             "late_ticks_over_50ms": counts.lateTicks,
             "errors": counts.errors, "stalled": outcome.stalled, "ok": !failed,
         ]
+        object.merge(counts.measured.json(prefix: ""), uniquingKeysWith: { $1 })
+        object.merge(counts.setup.json(prefix: "setup_"), uniquingKeysWith: { $1 })
         if let fileLimit { object["open_file_limit"] = fileLimit }
         if let firstError { object["first_error"] = firstError }
         return object

@@ -65,6 +65,12 @@ final class TickChecks: Sendable {
 struct TickCheckCounts {
     var missedTicks = 0, duplicatedTicks = 0, missedUpdates = 0, duplicatedUpdates = 0
 
+    /// The four counters as report members, each name after `prefix`.
+    func json(prefix: String) -> [String: Any] {
+        ["\(prefix)missed_ticks": missedTicks, "\(prefix)duplicated_ticks": duplicatedTicks,
+         "\(prefix)missed_updates": missedUpdates, "\(prefix)duplicated_updates": duplicatedUpdates]
+    }
+
     /// Whether any tick was missed or duplicated.
     var anyWrong: Bool { missedTicks > 0 || duplicatedTicks > 0 || missedUpdates > 0 || duplicatedUpdates > 0 }
 
