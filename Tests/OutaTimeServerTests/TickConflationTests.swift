@@ -12,8 +12,13 @@ struct TickConflationTests {
     static let channel = "laps/conflation"
 
     /// A 1 ms stopwatch tick, a 32 KiB output limit and ticks held above
-    /// 4 KiB: ticks alone would pass the limit within a second.
+    /// 4 KiB: ticks alone would pass the limit within a second. The slow
+    /// watcher sends nothing while it waits and reads: a heartbeat far
+    /// beyond the test's time limit keeps `idle_timeout` (twice the
+    /// heartbeat) out of it. (With the default 15 s, a CI run on two busy
+    /// cores once took past 30 s and the watcher was closed for idleness.)
     static func configure(_ config: inout ServerConfig) {
+        config.heartbeatMs = 600_000
         config.lapTickMs = 1
         config.outputLimitBytes = 32 << 10
         config.tickBacklogBytes = 4 << 10
@@ -61,7 +66,11 @@ struct TickConflationTests {
             }
             #expect(!frames.contains { $0.type == "bye" }, "\(describe(frames.filter { $0.type == "bye" }))")
             let newest = frames.last { $0.type == "tick" && $0["channel"] as? String == Self.channel }?[object: "data"]?[int: "total_elapsed_ms"] ?? 0
-            #expect(newest >= elapsedNow, "the newest tick seen shows \(newest) ms; the stopwatch was at \(elapsedNow) ms")
+            let closes = try operator_.call("stats")[object: "closes"] ?? [:]
+            #expect(newest >= elapsedNow, """
+                the newest tick seen shows \(newest) ms; the stopwatch was at \(elapsedNow) ms; \
+                \(frames.count) frames read; connections closed: \(describe([closes]))
+                """)
             #expect(try slow.request("ping").isOK)
         }
     }
