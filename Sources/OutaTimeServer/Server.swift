@@ -125,6 +125,9 @@ final class Server {
         self.logger = logger
         self.clock = clock
         self.loop = try Loop()
+        if config.readBudgetMicroseconds > 0 {
+            loop.readTimePerIteration = UInt64(config.readBudgetMicroseconds) * 1_000
+        }
         self.store = try Store(path: config.databasePath)
         if let entries = config.tokens {
             self.tokens = TokenTable(entries)

@@ -15,9 +15,20 @@ public final class Loop {
     /// Where ``TLSStream`` gathers small writes into one TLS record;
     /// allocated by the first TLS stream of the loop.
     var recordScratch: UnsafeMutableRawBufferPointer?
-    /// Pauses streams that used their read budget in this iteration;
-    /// created at the first such pause (a quiet loop has no extra handle).
+    /// Pauses streams that used their read budget in this iteration and
+    /// defers reads past the iteration's time; created at the first pause
+    /// or with ``readTimePerIteration`` (a quiet loop has no extra handle).
     private var budget: ReadBudget?
+    /// How long the reads of one loop iteration may take, in nanoseconds,
+    /// before the streams still ready wait for a later iteration, served
+    /// first come first served (``ReadBudget``); nil (the default): no limit.
+    /// 0 lets one read run per iteration.
+    public var readTimePerIteration: UInt64? {
+        didSet { if readTimePerIteration != nil { _ = readBudget } }
+    }
+    /// Reads deferred by ``readTimePerIteration`` so far, counted once per
+    /// stream and iteration.
+    public var deferredReads: Int { budget?.deferredReads ?? 0 }
     /// The bytes one read asks for: the whole read budget of an iteration,
     /// so a read that fills it pauses the stream (``TCPStream/didRead(_:)``).
     let readSize = min(ReadBudget.bytesPerIteration, Loop.readBufferSize)
@@ -91,9 +102,15 @@ public final class Loop {
     /// Pauses `stream`, which used its read budget, until this iteration's
     /// I/O phase is over.
     func pauseForBudget(_ stream: TCPStream) {
-        let budget = budget ?? ReadBudget(loop: self)
+        readBudget.pause(stream)
+    }
+
+    /// The loop's read budget, created on first use.
+    var readBudget: ReadBudget {
+        if let budget { return budget }
+        let budget = ReadBudget(loop: self)
         self.budget = budget
-        budget.pause(stream)
+        return budget
     }
 
     /// Closes the loop. Fails with `EBUSY` while any handle is still open:

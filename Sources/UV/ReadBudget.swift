@@ -1,27 +1,69 @@
 import CLibUV
 
-/// The per-iteration read budget of a loop: how much input one stream may
-/// deliver before every other ready handle has had its turn.
+/// The read budget of a loop: how much one stream, and all streams
+/// together, may read in one loop iteration before everyone else has had a
+/// turn.
 ///
-/// libuv reads a readable stream up to 32 times per loop iteration, as long
-/// as each read fills the buffer, and the user handles every read before the
-/// loop polls again. A peer with megabytes queued (a publisher sending as
-/// fast as it can) therefore held the loop for many milliseconds while an
-/// HTTP scrape or a ping waited (docs/BENCHMARKS.md, *Fair reading*). Like
-/// Redis, which reads at most 16 KiB per client per event, a stream whose
-/// reads in one iteration reach ``bytesPerIteration`` is paused with
-/// `uv_read_stop` and resumed by a check handle right after the loop's I/O
-/// phase, so it is read again at the next poll, beside everyone else.
+/// **Per stream (always).** libuv reads a readable stream up to 32 times per
+/// loop iteration, as long as each read fills the buffer, and the user
+/// handles every read before the loop polls again. A peer with megabytes
+/// queued (a publisher sending as fast as it can) therefore held the loop
+/// for many milliseconds while an HTTP scrape or a ping waited
+/// (docs/BENCHMARKS.md, *Fair reading*). Like Redis, which reads at most
+/// 16 KiB per client per event, a stream whose reads in one iteration reach
+/// ``bytesPerIteration`` is paused with `uv_read_stop` and resumed by a check
+/// handle right after the loop's I/O phase, so it is read again at the next
+/// poll, beside everyone else. This pause is separate from the user's
+/// ``TCPStream/stopReading()``: a stream the user stopped stays stopped,
+/// whether before or during a pause.
 ///
-/// The pause is separate from the user's ``TCPStream/stopReading()``: a
-/// stream the user stopped stays stopped, whether before or during a pause.
+/// **Per iteration (``Loop/readTimePerIteration``, off unless set).** A
+/// thousand streams with 16 KiB each still make one long iteration (the
+/// setup of `outatime-load timers` made iterations of 1.4 s, and ticks due
+/// meanwhile came that late). Once the reads of one iteration have taken that
+/// long, the loop *defers* every other stream that comes up: its alloc gets
+/// an empty buffer, libuv reports `UV_ENOBUFS`, and the bytes stay in the
+/// kernel (epoll is level-triggered, so the stream is ready again at the
+/// next poll). Timers run between iterations, so they are late by about the
+/// budget plus one read at most. The first read of an iteration always runs:
+/// every iteration makes progress.
+///
+/// Deferred streams are *owed* a read, first come first served. epoll
+/// reports ready descriptors in the same order every time, so deferring
+/// alone would serve the streams at the front of that order in every
+/// iteration and those behind them never. A debt is dated by the iteration
+/// that first deferred the stream; while debts are open, only the streams
+/// with the oldest date may read, and any other stream that comes up is
+/// deferred too (dated now). Each iteration serves at least one stream of
+/// the oldest date, so a stream waits at most for the streams deferred
+/// before it. A debt lapses when its stream does not come up in an
+/// iteration (no data left, stopped, closed): nobody waits for a stream
+/// that has nothing to read.
 final class ReadBudget: Handle {
     /// Bytes one stream may read per loop iteration; also the size of each
     /// read, so a stream that fills one read has used its budget.
     static let bytesPerIteration = 16 * 1024
 
+    /// The time the reads of one iteration may take, in nanoseconds; nil:
+    /// no limit (only the per-stream budget).
+    var timePerIteration: UInt64?
+    /// Reads deferred so far (one per stream and iteration).
+    private(set) var deferredReads = 0
+
     /// Streams paused in the current iteration, in the order they were paused.
     private var paused: [TCPStream] = []
+    /// Streams with an open debt (or one paid in this iteration, dropped at
+    /// its end).
+    private var owed: [TCPStream] = []
+    /// Counts iterations in which the check ran (every iteration with a
+    /// read, a pause or a debt); 0 is "never" for the streams' dates.
+    private var iteration: UInt64 = 1
+    /// The date of the oldest open debt: only its streams may read.
+    private var oldestDebt: UInt64?
+    /// Reads let through in this iteration, and when the first one began.
+    private var readsThisIteration = 0
+    private var firstReadAt: UInt64 = 0
+    private var isChecking = false
 
     init(loop: Loop) {
         super.init(loop: loop, type: uv_check_t.self)
@@ -29,26 +71,93 @@ final class ReadBudget: Handle {
         retainForLibuv()
     }
 
-    /// Stops reading `stream` until the end of this iteration's I/O phase.
-    /// The check handle runs only while a stream is paused: an idle loop
-    /// pays nothing, and a paused stream (no longer active) keeps the loop
-    /// alive through it.
-    func pause(_ stream: TCPStream) {
-        if paused.isEmpty {
-            uv_check_start(typed(uv_check_t.self), Trampolines.onCheck)
+    /// Whether `stream`, about to be read, may read now; false defers it to
+    /// a later iteration. Only called with a time limit set.
+    func admits(_ stream: TCPStream, limit: UInt64) -> Bool {
+        stream.cameUpIn = iteration
+        if let oldestDebt, stream.owedSince != oldestDebt {
+            owe(stream)
+            return false
         }
+        let now = uv_hrtime()
+        if readsThisIteration == 0 {
+            firstReadAt = now
+            checkEachIteration()
+        } else if now &- firstReadAt >= limit {
+            owe(stream)
+            return false
+        }
+        readsThisIteration += 1
+        stream.owedSince = 0  // paid: leaves `owed` at the end of the iteration
+        return true
+    }
+
+    private func owe(_ stream: TCPStream) {
+        deferredReads += 1
+        if stream.owedSince == 0 {
+            stream.owedSince = iteration
+            if !stream.isInOwedList {
+                stream.isInOwedList = true
+                owed.append(stream)
+            }
+        }
+        checkEachIteration()
+    }
+
+    /// Stops reading `stream` until the end of this iteration's I/O phase.
+    /// The check handle runs only while a stream is paused or owed, or a
+    /// read ran in this iteration: an idle loop pays nothing, and a paused
+    /// stream (no longer active) keeps the loop alive through it.
+    func pause(_ stream: TCPStream) {
+        checkEachIteration()
         paused.append(stream)
+    }
+
+    private func checkEachIteration() {
+        guard !isChecking else { return }
+        isChecking = true
+        uv_check_start(typed(uv_check_t.self), Trampolines.onCheck)
     }
 
     override func willClose() {
         uv_check_stop(typed(uv_check_t.self))
+        isChecking = false
         paused = []
+        for stream in owed { stream.forgetDebt() }
+        owed = []
     }
 
+    /// The I/O phase is over: paused streams read again from the next poll,
+    /// paid and lapsed debts are dropped, and the oldest open one is found.
     func fire() {
         let streams = paused
         paused = []
-        uv_check_stop(typed(uv_check_t.self))
         for stream in streams { stream.budgetRenewed() }
+        var oldest: UInt64?
+        if !owed.isEmpty {
+            owed.removeAll { stream in
+                guard stream.owedSince != 0, stream.cameUpIn == iteration, stream.isReading, !stream.isClosing else {
+                    stream.forgetDebt()
+                    return true
+                }
+                oldest = min(oldest ?? .max, stream.owedSince)
+                return false
+            }
+        }
+        oldestDebt = oldest
+        readsThisIteration = 0
+        iteration += 1
+        if paused.isEmpty, owed.isEmpty {
+            uv_check_stop(typed(uv_check_t.self))
+            isChecking = false
+        }
+    }
+}
+
+extension TCPStream {
+    /// Drops this stream's debt and its place in the owed list.
+    func forgetDebt() {
+        owedSince = 0
+        isInOwedList = false
     }
 }

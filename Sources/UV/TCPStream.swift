@@ -21,6 +21,12 @@ public final class TCPStream: Handle {
     public private(set) var isReading = false
     /// True from a pause for the read budget until the loop renews it.
     private(set) var isOverBudget = false
+    /// The loop's read budget (``ReadBudget``, per iteration): the iteration
+    /// that first deferred this stream (0: owes it nothing), the last one it
+    /// came up in, and whether the budget's list of debts holds it.
+    var owedSince: UInt64 = 0
+    var cameUpIn: UInt64 = 0
+    var isInOwedList = false
 
     /// Creates an unconnected TCP handle (see ``connect(to:_:)`` or ``TCPListener/accept()``).
     public init(loop: Loop) {

@@ -36,6 +36,11 @@ enum Trampolines {
     static let onAlloc: uv_alloc_cb = { raw, _, buf in
         let stream = TCPStream.from(raw!.pointee.data)
         let loop = stream.loop
+        if let limit = loop.readTimePerIteration, !loop.readBudget.admits(stream, limit: limit) {
+            // Deferred: libuv reports UV_ENOBUFS and the bytes wait in the kernel.
+            buf!.pointee = uv_buf_init(nil, 0)
+            return
+        }
         buf!.pointee = uv_buf_init(loop.readBuffer.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(loop.readSize))
     }
 
@@ -43,6 +48,8 @@ enum Trampolines {
         let stream = TCPStream.from(raw!.pointee.data)
         if nread > 0 {
             stream.didRead(UnsafeRawBufferPointer(start: buf!.pointee.base, count: nread))
+        } else if nread == Int(UV_ENOBUFS.rawValue) {
+            // Deferred by the read budget (onAlloc): read at a later iteration.
         } else if nread < 0 {
             stream.didFailReading(UVError(Int32(nread)))
         }

@@ -101,6 +101,13 @@ struct OutaTimeServerCommand: ParsableCommand {
         """, valueName: "us"))
     var flushIntervalMicroseconds = 250
 
+    @Option(name: .customLong("read-budget-us"), help: ArgumentHelp("""
+        How long one loop iteration may spend reading. Connections still waiting to be read are \
+        read in the next iterations, first come first served, so timers and ticks run at most \
+        about this late however many connections send at once. 0: no limit.
+        """, valueName: "us"))
+    var readBudgetMicroseconds = 10_000
+
     @Option(help: ArgumentHelp("""
         Connections held at once, plain and TLS together. One more is accepted and at once sent \
         'bye server_busy' (TLS: closed before the handshake), then closed. Default: the descriptor \
@@ -190,6 +197,7 @@ struct OutaTimeServerCommand: ParsableCommand {
         config.deloreanTickMs = deloreanTickMs
         config.lapTickMs = lapTickMs
         config.flushIntervalMicroseconds = flushIntervalMicroseconds
+        config.readBudgetMicroseconds = readBudgetMicroseconds
         config.tickBacklogBytes = tickBacklogBytes
         config.historyLimit = historyLimit
         if let maxConnections { config.maxConnections = maxConnections }

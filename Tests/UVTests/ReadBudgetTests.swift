@@ -165,4 +165,101 @@ import Testing
         #expect(received == payloads)
         try pairs.close()
     }
+
+    // MARK: The time per iteration (Loop.readTimePerIteration)
+
+    /// Starts reading every server-side stream, recording the stream and
+    /// the iteration of each delivery.
+    static func readAll(_ pairs: Pairs, into received: Recorder) throws {
+        for (index, stream) in pairs.servers.enumerated() {
+            try stream.startReading(onData: { bytes in
+                received.bytes[index].append(contentsOf: bytes)
+                received.reads.append((index, pairs.iteration))
+            }, onEnd: { _ in })
+        }
+    }
+
+    final class Recorder {
+        var bytes: [[UInt8]]
+        var reads: [(stream: Int, iteration: Int)] = []
+        init(count: Int) { bytes = Array(repeating: [], count: count) }
+    }
+
+    /// With no time to spare, each iteration reads one stream, and four
+    /// streams with backlogs take strict turns: the order of the first round
+    /// repeats. Without the debts, epoll's fixed order would serve the
+    /// front streams first every time.
+    @Test func withNoTimeEachIterationReadsOneStreamAndBackloggedStreamsTakeTurns() throws {
+        let pairs = try Pairs(count: 4)
+        let payloads = (0..<4).map { Self.payload(3 * Self.budget, seed: UInt8(16 + $0)) }
+        try pairs.send(payloads)
+        pairs.loop.readTimePerIteration = 0
+        let received = Recorder(count: 4)
+        try Self.readAll(pairs, into: received)
+        try pairs.run { received.bytes.map(\.count) == payloads.map(\.count) }
+
+        #expect(received.bytes == payloads)
+        let iterations = received.reads.map(\.iteration)
+        #expect(Set(iterations).count == iterations.count, "two reads in one iteration: \(received.reads)")
+        let order = received.reads.map(\.stream)
+        let firstRound = Array(order.prefix(4))
+        #expect(Set(firstRound).count == 4)
+        #expect(order == firstRound + firstRound + firstRound)
+        #expect(pairs.loop.deferredReads > 0)
+        try pairs.close()
+    }
+
+    /// A stream stopped while it is owed a read gives up its turn: the
+    /// others go on (if its debt lasted, no one else could read), and it
+    /// reads its whole backlog once resumed.
+    @Test func aStreamStoppedWhileOwedDoesNotHoldUpTheOthers() throws {
+        let pairs = try Pairs(count: 3)
+        let payloads = (0..<3).map { Self.payload(2 * Self.budget, seed: UInt8(32 + $0)) }
+        try pairs.send(payloads)
+        pairs.loop.readTimePerIteration = 0
+        var bytes: [[UInt8]] = [[], [], []]
+        var stopped: Int?
+        var readsWhileStopped = 0
+        for (index, stream) in pairs.servers.enumerated() {
+            try stream.startReading(onData: { data in
+                if index == stopped { readsWhileStopped += 1 }
+                bytes[index].append(contentsOf: data)
+                // The second read: the stream not read yet has been owed
+                // since the first iteration, and is alone in its turn.
+                if stopped == nil, bytes.filter({ !$0.isEmpty }).count == 2,
+                   let other = bytes.firstIndex(where: \.isEmpty) {
+                    #expect(pairs.servers[other].owedSince != 0)
+                    stopped = other
+                    pairs.servers[other].stopReading()
+                }
+            }, onEnd: { _ in })
+        }
+        let others = try { () throws -> [Int] in
+            try pairs.run { stopped != nil }
+            return (0..<3).filter { $0 != stopped }
+        }()
+        try pairs.run { others.allSatisfy { bytes[$0].count == payloads[$0].count } }
+        #expect(readsWhileStopped == 0)
+        let index = try #require(stopped)
+        try pairs.servers[index].resumeReading()
+        try pairs.run { bytes[index].count == payloads[index].count }
+        #expect(bytes == payloads)
+        try pairs.close()
+    }
+
+    /// Within the time, nothing changes: every ready stream is read in the
+    /// same iteration and nothing is deferred.
+    @Test func withinTheTimeEveryReadyStreamIsReadInOneIteration() throws {
+        let pairs = try Pairs(count: 4)
+        let payloads = (0..<4).map { Self.payload(1_000 + $0, seed: UInt8(48 + $0)) }
+        try pairs.send(payloads)
+        pairs.loop.readTimePerIteration = 10_000_000_000  // 10 s: far more than four small reads take
+        let received = Recorder(count: 4)
+        try Self.readAll(pairs, into: received)
+        try pairs.run { received.bytes.map(\.count) == payloads.map(\.count) }
+        #expect(received.bytes == payloads)
+        #expect(Set(received.reads.map(\.iteration)).count == 1, "\(received.reads)")
+        #expect(pairs.loop.deferredReads == 0)
+        try pairs.close()
+    }
 }

@@ -44,6 +44,12 @@ public struct ServerConfig: Sendable {
     /// everyone else's traffic). A step costs at most one signature and one
     /// key exchange (not yet measured: docs/BENCHMARKS.md has no TLS figures).
     public var tlsHandshakesPerIteration = 32
+    /// How long the reads of one loop iteration may take, in microseconds,
+    /// before the connections still waiting to be read are read in later
+    /// iterations, first come first served (`UV.ReadBudget`): however many
+    /// connections send at once, timers and ticks due meanwhile run at most
+    /// about this late. 0: no limit. (Tests set 1: one read per iteration.)
+    public var readBudgetMicroseconds = 10_000
     /// The HTTP listener (`--http`): `/healthz`, `/readyz`; nil: none.
     public var http: HTTPEndpoint? = nil
     /// HTTP connections open at once; newer ones wait in the kernel's queue
@@ -175,6 +181,8 @@ public struct ServerConfig: Sendable {
         try require(lapTickMs >= 1, "--lap-tick-ms \(lapTickMs) must be at least 1")
         try require((0...100_000).contains(flushIntervalMicroseconds),
                     "--flush-interval-us \(flushIntervalMicroseconds) is out of range (0…100000; 0 flushes every loop iteration)")
+        try require((0...1_000_000).contains(readBudgetMicroseconds),
+                    "--read-budget-us \(readBudgetMicroseconds) is out of range (0…1000000; 0: no limit)")
         try require((1024...(64 << 20)).contains(tickBacklogBytes),
                     "--tick-backlog-bytes \(tickBacklogBytes) is out of range (1024…67108864 bytes)")
         try require(slowChannelWindowMs >= 1, "slowChannelWindowMs \(slowChannelWindowMs) must be at least 1")

@@ -108,6 +108,7 @@ extension Server {
             ticks: counters.ticks,
             ticksLate: counters.ticksLate,
             ticksConflated: counters.ticksConflated,
+            readsDeferred: loop.deferredReads,
             tickLatenessMaxMs: counters.tickLatenessMaxMs,
             tickLatenessTotalMs: counters.tickLatenessTotalMs,
             slowestChannels: scope.map(slowestChannels(in:)) ?? [],

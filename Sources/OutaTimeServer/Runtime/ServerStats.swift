@@ -101,6 +101,8 @@ struct StatsResult: Encodable {
     var ticks: Int
     var ticksLate: Int
     var ticksConflated: Int
+    /// Reads the loop put off to a later iteration (``ServerConfig/readBudgetMicroseconds``).
+    var readsDeferred: Int
     var tickLatenessMaxMs: UInt64
     var tickLatenessTotalMs: UInt64
     /// At most ``Server/slowestChannelsShown`` channels of the connection's
@@ -150,6 +152,7 @@ struct StatsResult: Encodable {
         case ticks
         case ticksLate = "ticks_late"
         case ticksConflated = "ticks_conflated"
+        case readsDeferred = "reads_deferred"
         case tickLatenessMaxMs = "tick_lateness_max_ms"
         case tickLatenessTotalMs = "tick_lateness_total_ms"
         case slowestChannels = "slowest_channels"
