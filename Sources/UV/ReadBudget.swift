@@ -20,46 +20,47 @@ import CLibUV
 /// **Per iteration (``Loop/readTimePerIteration``, off unless set).** A
 /// thousand streams with 16 KiB each still make one long iteration (the
 /// setup of `outatime-load timers` made iterations of 1.4 s, and ticks due
-/// meanwhile came that late). Once the reads of one iteration have taken that
-/// long, the loop *defers* every other stream that comes up: its alloc gets
-/// an empty buffer, libuv reports `UV_ENOBUFS`, and the bytes stay in the
-/// kernel (epoll is level-triggered, so the stream is ready again at the
-/// next poll). Timers run between iterations, so they are late by about the
-/// budget plus one read at most. The first read of an iteration always runs:
-/// every iteration makes progress.
+/// meanwhile came that late). Once the reads of one iteration have taken
+/// that long, the loop *defers* every other stream that comes up: its alloc
+/// gets an empty buffer, libuv reports `UV_ENOBUFS`, and the bytes stay in
+/// the kernel (epoll is level-triggered, so the stream is ready again at the
+/// next poll). Timers run between iterations: the reads delay them by about
+/// the budget plus one read (other work of the iteration, such as the
+/// server's commit reports, comes on top). The first read of an iteration
+/// always runs: every iteration makes progress.
 ///
-/// Deferred streams are *owed* a read, first come first served. epoll
-/// reports ready descriptors in the same order every time, so deferring
-/// alone would serve the streams at the front of that order in every
-/// iteration and those behind them never. A debt is dated by the iteration
-/// that first deferred the stream; while debts are open, only the streams
-/// with the oldest date may read, and any other stream that comes up is
-/// deferred too (dated now). Each iteration serves at least one stream of
-/// the oldest date, so a stream waits at most for the streams deferred
-/// before it. A debt lapses when its stream does not come up in an
-/// iteration (no data left, stopped, closed): nobody waits for a stream
-/// that has nothing to read.
+/// Deferred streams are served in *rounds*. epoll reports ready descriptors
+/// in the same order from one iteration to the next (while they fit one
+/// poll), so deferring alone would serve the streams at the front of that
+/// order in every iteration and those behind them never. A round gives
+/// every stream that comes up one read: a stream that has read in the
+/// current round is deferred until the round ends, and a stream deferred for
+/// the time is *owed* a read in it. The round ends at the end of the first
+/// iteration with no debt left, and a new one begins: so every ready stream
+/// reads once per round, whatever epoll's order. A debt lapses when its
+/// stream does not come up in an iteration (no data left, stopped, closed):
+/// nobody waits for a stream that has nothing to read. Below the time, no
+/// stream is owed and every iteration is a round of its own: nothing
+/// changes.
 final class ReadBudget: Handle {
     /// Bytes one stream may read per loop iteration; also the size of each
     /// read, so a stream that fills one read has used its budget.
     static let bytesPerIteration = 16 * 1024
 
-    /// The time the reads of one iteration may take, in nanoseconds; nil:
-    /// no limit (only the per-stream budget).
-    var timePerIteration: UInt64?
     /// Reads deferred so far (one per stream and iteration).
     private(set) var deferredReads = 0
 
     /// Streams paused in the current iteration, in the order they were paused.
     private var paused: [TCPStream] = []
-    /// Streams with an open debt (or one paid in this iteration, dropped at
-    /// its end).
+    /// Streams owed a read in this round (and some paid in this iteration,
+    /// dropped at its end).
     private var owed: [TCPStream] = []
     /// Counts iterations in which the check ran (every iteration with a
-    /// read, a pause or a debt); 0 is "never" for the streams' dates.
+    /// read, a pause or a debt).
     private var iteration: UInt64 = 1
-    /// The date of the oldest open debt: only its streams may read.
-    private var oldestDebt: UInt64?
+    /// The current round; a stream's ``TCPStream/readInRound`` says whether it
+    /// has read in it.
+    private var round: UInt64 = 1
     /// Reads let through in this iteration, and when the first one began.
     private var readsThisIteration = 0
     private var firstReadAt: UInt64 = 0
@@ -74,9 +75,11 @@ final class ReadBudget: Handle {
     /// Whether `stream`, about to be read, may read now; false defers it to
     /// a later iteration. Only called with a time limit set.
     func admits(_ stream: TCPStream, limit: UInt64) -> Bool {
+        let cameUpBefore = stream.cameUpIn == iteration
         stream.cameUpIn = iteration
-        if let oldestDebt, stream.owedSince != oldestDebt {
-            owe(stream)
+        if stream.readInRound == round {
+            // Its turn in this round is over; it reads in the next one.
+            deferRead(stream, cameUpBefore: cameUpBefore)
             return false
         }
         let now = uv_hrtime()
@@ -84,24 +87,33 @@ final class ReadBudget: Handle {
             firstReadAt = now
             checkEachIteration()
         } else if now &- firstReadAt >= limit {
-            owe(stream)
-            return false
-        }
-        readsThisIteration += 1
-        stream.owedSince = 0  // paid: leaves `owed` at the end of the iteration
-        return true
-    }
-
-    private func owe(_ stream: TCPStream) {
-        deferredReads += 1
-        if stream.owedSince == 0 {
-            stream.owedSince = iteration
+            stream.isOwed = true
             if !stream.isInOwedList {
                 stream.isInOwedList = true
                 owed.append(stream)
             }
+            deferRead(stream, cameUpBefore: cameUpBefore)
+            return false
         }
-        checkEachIteration()
+        readsThisIteration += 1
+        stream.readInRound = round
+        stream.isOwed = false  // paid: leaves `owed` at the end of the iteration
+        return true
+    }
+
+    /// Counts a deferral, once per stream and iteration. A stream that
+    /// comes up a second time in one iteration is paused like one over its
+    /// bytes (by the read callback: libuv still calls it after this alloc):
+    /// with more than 1,024 descriptors ready libuv polls again (up to 48
+    /// times) before the iteration ends, and a deferred stream, still
+    /// readable, would come up in every one of those polls.
+    private func deferRead(_ stream: TCPStream, cameUpBefore: Bool) {
+        if cameUpBefore {
+            stream.pausesWhenDeferred = true
+        } else {
+            deferredReads += 1
+            checkEachIteration()
+        }
     }
 
     /// Stops reading `stream` until the end of this iteration's I/O phase.
@@ -128,23 +140,20 @@ final class ReadBudget: Handle {
     }
 
     /// The I/O phase is over: paused streams read again from the next poll,
-    /// paid and lapsed debts are dropped, and the oldest open one is found.
+    /// paid and lapsed debts are dropped, and with none left a new round
+    /// begins.
     func fire() {
         let streams = paused
         paused = []
         for stream in streams { stream.budgetRenewed() }
-        var oldest: UInt64?
         if !owed.isEmpty {
             owed.removeAll { stream in
-                guard stream.owedSince != 0, stream.cameUpIn == iteration, stream.isReading, !stream.isClosing else {
-                    stream.forgetDebt()
-                    return true
-                }
-                oldest = min(oldest ?? .max, stream.owedSince)
-                return false
+                if stream.isOwed, stream.cameUpIn == iteration, stream.isReading, !stream.isClosing { return false }
+                stream.forgetDebt()
+                return true
             }
         }
-        oldestDebt = oldest
+        if owed.isEmpty { round += 1 }
         readsThisIteration = 0
         iteration += 1
         if paused.isEmpty, owed.isEmpty {
@@ -157,7 +166,7 @@ final class ReadBudget: Handle {
 extension TCPStream {
     /// Drops this stream's debt and its place in the owed list.
     func forgetDebt() {
-        owedSince = 0
+        isOwed = false
         isInOwedList = false
     }
 }

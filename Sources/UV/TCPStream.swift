@@ -21,12 +21,17 @@ public final class TCPStream: Handle {
     public private(set) var isReading = false
     /// True from a pause for the read budget until the loop renews it.
     private(set) var isOverBudget = false
-    /// The loop's read budget (``ReadBudget``, per iteration): the iteration
-    /// that first deferred this stream (0: owes it nothing), the last one it
-    /// came up in, and whether the budget's list of debts holds it.
-    var owedSince: UInt64 = 0
+    /// The loop's read budget (``ReadBudget``, per iteration): the last
+    /// round this stream read in, the last iteration it came up in, whether
+    /// it is owed a read in this round, and whether the budget's list of
+    /// debts holds it.
+    var readInRound: UInt64 = 0
     var cameUpIn: UInt64 = 0
+    var isOwed = false
     var isInOwedList = false
+    /// Set by the budget when this stream came up twice in one iteration:
+    /// the deferral's read callback pauses it (``didDefer()``).
+    var pausesWhenDeferred = false
 
     /// Creates an unconnected TCP handle (see ``connect(to:_:)`` or ``TCPListener/accept()``).
     public init(loop: Loop) {
@@ -115,10 +120,25 @@ public final class TCPStream: Handle {
         // A read that filled its buffer may have more behind it, and libuv
         // would read again in this iteration: that is the whole budget.
         if bytes.count == loop.readSize, isReading, !isClosing {
-            uv_read_stop(typed(uv_stream_t.self))
-            isOverBudget = true
-            loop.pauseForBudget(self)
+            pauseForBudget()
         }
+    }
+
+    /// The read budget deferred this read (libuv reported `UV_ENOBUFS`):
+    /// the bytes wait in the kernel.
+    func didDefer() {
+        guard pausesWhenDeferred else { return }
+        pausesWhenDeferred = false
+        if isReading, !isClosing { pauseForBudget() }
+    }
+
+    /// Stops reading until the loop's check renews the budget (after this
+    /// iteration's I/O phase); the user's reading state is unchanged.
+    func pauseForBudget() {
+        guard !isOverBudget else { return }
+        uv_read_stop(typed(uv_stream_t.self))
+        isOverBudget = true
+        loop.pauseForBudget(self)
     }
 
     /// The next iteration begins: reads start again unless the user

@@ -50,6 +50,7 @@ enum Trampolines {
             stream.didRead(UnsafeRawBufferPointer(start: buf!.pointee.base, count: nread))
         } else if nread == Int(UV_ENOBUFS.rawValue) {
             // Deferred by the read budget (onAlloc): read at a later iteration.
+            stream.didDefer()
         } else if nread < 0 {
             stream.didFailReading(UVError(Int32(nread)))
         }
