@@ -14,7 +14,7 @@ import Testing
 struct ReadBudgetServerTests {
     @Test("connections sending at once are all answered in order; reads_deferred counts the reads put off")
     func everyoneAnsweredInOrder() throws {
-        try withTestServer({ $0.readBudgetMicroseconds = 1 }) { server in
+        try withTestServer({ $0.readBudgetMicroseconds = 1; $0.http = HTTPEndpoint(port: 0) }) { server in
             let clients = try (0..<6).map { try server.connectReady(name: "sender-\($0)") }
             let observer = try server.connectReady(name: "observer")
             var deferred = 0
@@ -43,6 +43,8 @@ struct ReadBudgetServerTests {
                 deferred = try observer.call("stats")[int: "reads_deferred"] ?? 0
             }
             #expect(deferred > 0, "no read was deferred in 5 rounds")
+            let metrics = try MetricsTests.scrape(server)
+            #expect((metrics["outatime_reads_deferred_total"] ?? 0) >= Double(deferred))
             for index in clients.indices {
                 let timers = try observer.call("get", ["channel": "timers/budget-\(index)"])[object: "state"]?["timers"] as? [Any]
                 #expect(timers?.count ?? 0 > 0 && (timers?.count ?? 0) % 400 == 0, "timers/budget-\(index): \(timers?.count ?? -1)")
