@@ -42,6 +42,19 @@ struct TopRenderTests {
         #expect(first == title + 2 && lines[title + 3].contains("laps/morning-run"), "the server's order, worst first")
     }
 
+    @Test("PROCESS shows the reads deferred per second (the server's read budget at work)")
+    func deferredReads() throws {
+        let previous = try Self.sample(#"{"uptime_s": 60, "reads_deferred": 100}"#)
+        var current = try Self.sample(#"{"uptime_s": 62, "reads_deferred": 600}"#)
+        current.atMs = 3_000
+        let rates = try #require(TopRates(from: previous, to: current))
+        let lines = TopRender.lines(board: TopBoard(server: "127.0.0.1:1985", intervalS: 1), sample: current, rates: rates,
+                                    channels: ChannelActivity(), width: 100, height: 40)
+            .map { $0.replacingOccurrences(of: #"\e\[[0-9;]*m"#, with: "", options: .regularExpression) }
+        let process = try #require(lines.first { $0.hasPrefix("PROCESS") }, "\(lines.joined(separator: "\n"))")
+        #expect(process.split(separator: " ").suffix(2) == ["250", "deferred/s"], "\(process)")
+    }
+
     @Test("an empty list, an older server without the field, and no reading yet each say so")
     func emptyStates() throws {
         let none = Self.screen(try Self.sample(#"{"slowest_channels": []}"#))

@@ -21,6 +21,8 @@ struct TopBoard {
         "commit         mean time a storage group took to commit (fsync included)",
         "tick late      mean lateness of the ticks built (max: since start)",
         "backlog        storage writes not yet committed",
+        "deferred/s     reads put off to a later loop turn by the read budget",
+        "               (--read-budget-us): the server is saturated, reads in turns",
         "busiest        channels by events/s (from list: the first 1000 by name)",
         "slowest        channels by their worst tick lateness over the last 10–20 s",
         "               (from stats, at most 5), with their ticks built > 50 ms late",
@@ -100,7 +102,8 @@ enum TopRender {
                                      ("tick late", TopFormat.ms(r?.tickLatenessMs)),
                                      ("max late", "\(sample.int("tick_lateness_max_ms")) ms")]))
             out.append(row("PROCESS", [("memory", TopFormat.bytes(Double(sample.int("rss_bytes")))),
-                                       ("conflated/s", TopFormat.rate(r?.perSecond("ticks_conflated")))]))
+                                       ("conflated/s", TopFormat.rate(r?.perSecond("ticks_conflated"))),
+                                       ("deferred/s", TopFormat.rate(r?.perSecond("reads_deferred")))]))
         } else {
             out.append("  waiting for the first reading…")
         }
