@@ -1,4 +1,5 @@
 import Foundation
+import DequeModule
 import Logging
 import OutaTimeDomain
 import OutaTimeProtocol
@@ -61,6 +62,15 @@ final class Server {
     var unsubmitted: [Channel] = []
     /// Writes handed to the writer and not yet reported, by ticket.
     var pendingWrites: [UInt64: PendingWrite] = [:]
+    /// Outcomes reported by the writer and not yet acted on, oldest first
+    /// (``reportCommits()``: a large group is handled over several loop
+    /// iterations).
+    var reportBacklog: Deque<StoreCommit> = []
+    /// Continues ``reportBacklog`` at the next loop iteration.
+    var reportTimer: UV.Timer!
+    /// Nanoseconds ``reportCommits()`` ran in this loop iteration (the
+    /// inbox may bring several reports in one).
+    var reportTimeThisIteration: UInt64 = 0
     var pendingReads: [UInt64: (Result<[HistoryEvent], StoreFailure>) -> Void] = [:]
     /// The thread running the loop: every entry point asserts it.
     private let loopThread = pthread_self()
@@ -224,11 +234,13 @@ final class Server {
         recoverChannelsAfterRestart()
         flusher = Prepare(loop: loop)
         flusher.start { [unowned self] in
+            self.reportTimeThisIteration = 0
             self.submitOpenBatches()
             self.flushSoon()
         }
         flushTimer = try PreciseTimer(loop: loop)
         presenceTimer = UV.Timer(loop: loop)
+        reportTimer = UV.Timer(loop: loop)
         sweeper = UV.Timer(loop: loop)
         let interval = UInt64(max(10, min(1000, config.heartbeatMs / 4)))
         sweeper.start(timeoutMs: interval, repeatMs: interval) { [unowned self] in self.sweep() }
@@ -355,7 +367,7 @@ final class Server {
     /// flush was very recent — arms the flush timer for
     /// `flushIntervalMicroseconds` after the last flush (write coalescing:
     /// fewer, larger writes; see ``ServerConfig``).
-    private func flushSoon() {
+    func flushSoon() {
         guard !dirty.isEmpty, !flushTimerArmed else { return }
         let interval = UInt64(config.flushIntervalMicroseconds) * 1_000
         guard interval > 0, dirty.count >= config.coalesceMinSessions, case .running = phase else {
@@ -392,6 +404,7 @@ final class Server {
         switch message {
         case .committed(let commits):
             storeCommitted(commits)
+            reportCommits()
             submitOpenBatches()
             // The replies and pushes of a commit leave now rather than after
             // whatever else this loop iteration reads and parses: they are on
@@ -442,6 +455,7 @@ final class Server {
         flusher?.close()
         flushTimer?.close()
         presenceTimer?.close()
+        reportTimer?.close()
         sweeper?.close()
         aliveTimer?.close()
         scheduler?.close()

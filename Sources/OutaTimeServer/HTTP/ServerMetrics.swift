@@ -103,6 +103,8 @@ final class ServerMetrics {
                 help: "Ticks a slow connection never got (a newer one replaced them)")
         counter("outatime_reads_deferred_total", stats.readsDeferred,
                 help: "Reads put off to a later loop iteration: that iteration's read time was spent")
+        counter("outatime_reports_deferred_total", stats.reportsDeferred,
+                help: "Times the handling of committed groups went on in a later loop iteration")
         counter("outatime_channel_items_refused_total", stats.channelItemsRefused,
                 help: "Actions refused channel_full: the channel held --max-channel-items items")
         counter("outatime_slow_consumer_closes_total", stats.slowConsumerCloses, help: "Connections closed as slow consumers")

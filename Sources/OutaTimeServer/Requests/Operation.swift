@@ -109,6 +109,7 @@ extension Server {
             ticksLate: counters.ticksLate,
             ticksConflated: counters.ticksConflated,
             readsDeferred: loop.deferredReads,
+            reportsDeferred: counters.reportsDeferred,
             tickLatenessMaxMs: counters.tickLatenessMaxMs,
             tickLatenessTotalMs: counters.tickLatenessTotalMs,
             slowestChannels: scope.map(slowestChannels(in:)) ?? [],

@@ -51,6 +51,9 @@ struct ServerCounters {
     /// Ticks a slow connection never got: a newer one of the same channel
     /// replaced them while its output drained (conflation).
     var ticksConflated = 0
+    /// Times the handling of committed groups went on in a later loop
+    /// iteration, its time spent (``Server/reportCommits()``).
+    var reportsDeferred = 0
     /// Ticks built more than ``lateTickMs`` after they were due (the loop was busy).
     var ticksLate = 0
     /// The most a tick was built after it was due, in ms.
@@ -103,6 +106,8 @@ struct StatsResult: Encodable {
     var ticksConflated: Int
     /// Reads the loop put off to a later iteration (``ServerConfig/readBudgetMicroseconds``).
     var readsDeferred: Int
+    /// Times the handling of committed groups went on in a later iteration.
+    var reportsDeferred: Int
     var tickLatenessMaxMs: UInt64
     var tickLatenessTotalMs: UInt64
     /// At most ``Server/slowestChannelsShown`` channels of the connection's
@@ -153,6 +158,7 @@ struct StatsResult: Encodable {
         case ticksLate = "ticks_late"
         case ticksConflated = "ticks_conflated"
         case readsDeferred = "reads_deferred"
+        case reportsDeferred = "reports_deferred"
         case tickLatenessMaxMs = "tick_lateness_max_ms"
         case tickLatenessTotalMs = "tick_lateness_total_ms"
         case slowestChannels = "slowest_channels"

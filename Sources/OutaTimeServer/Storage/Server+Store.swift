@@ -1,6 +1,7 @@
 import Foundation
 import OutaTimeProtocol
 import OutaTimeStore
+import UV
 
 /// What a ticket handed to the store writer was for; its outcome comes back
 /// through the loop's inbox (``ServerMessage/committed(_:)``).
@@ -24,25 +25,54 @@ extension Server {
         writer.submit(writes, ticket: nextTicket)
     }
 
-    /// The writer's outcomes, in submission order.
+    /// The writer's outcomes, in submission order: queued behind any not
+    /// yet acted on (``reportCommits()``).
     func storeCommitted(_ commits: [StoreCommit]) {
         // One report is one group: its size and time are on every ticket.
         if config.http != nil, let group = commits.first { metrics.recordCommit(group) }
-        for commit in commits {
-            guard let purpose = pendingWrites.removeValue(forKey: commit.ticket) else { continue }
-            if let failure = commit.error {
-                logger.error("store write failed", metadata: ["ticket": "\(commit.ticket)", "error": "\(failure)"])
-                storeFailure = "\(failure)"
-            } else {
-                storeFailure = nil
-            }
-            switch purpose {
-            case .creation(let channel): creationCommitted(channel, failure: commit.error)
-            case .events(let channel): eventsCommitted(on: channel, failure: commit.error)
-            case .meta, .drop: break
+        reportBacklog.append(contentsOf: commits)
+    }
+
+    /// Acts on the reported outcomes, oldest first: replies, broadcasts,
+    /// clocks. Acting on a large group takes long (one of the 10-watcher
+    /// setup's: 227 ms in one callback, while the ticks due waited), so
+    /// past the iteration's time (``ServerConfig/readBudgetMicroseconds``,
+    /// the same as for reads, counted over every report of the iteration)
+    /// the rest waits for the next loop iteration, after the timers due by
+    /// then. Nothing reorders: the outcomes are taken in the writer's order,
+    /// and later reports queue behind.
+    func reportCommits() {
+        let limit = UInt64(config.readBudgetMicroseconds) * 1_000
+        let started = limit > 0 ? Loop.hrtime : 0
+        defer { if limit > 0 { reportTimeThisIteration &+= Loop.hrtime &- started } }
+        while let commit = reportBacklog.popFirst() {
+            report(commit)
+            if limit > 0, !reportBacklog.isEmpty, reportTimeThisIteration &+ (Loop.hrtime &- started) >= limit {
+                counters.reportsDeferred += 1
+                reportTimer.start(timeoutMs: 0) { [unowned self] in
+                    self.reportCommits()
+                    self.submitOpenBatches()
+                    self.flushSoon()
+                }
+                break
             }
         }
         if case .draining = phase { checkDrained() }
+    }
+
+    private func report(_ commit: StoreCommit) {
+        guard let purpose = pendingWrites.removeValue(forKey: commit.ticket) else { return }
+        if let failure = commit.error {
+            logger.error("store write failed", metadata: ["ticket": "\(commit.ticket)", "error": "\(failure)"])
+            storeFailure = "\(failure)"
+        } else {
+            storeFailure = nil
+        }
+        switch purpose {
+        case .creation(let channel): creationCommitted(channel, failure: commit.error)
+        case .events(let channel): eventsCommitted(on: channel, failure: commit.error)
+        case .meta, .drop: break
+        }
     }
 
     /// Reads durable events off the loop thread (the pool reads concurrently
