@@ -102,9 +102,10 @@ struct OutaTimeServerCommand: ParsableCommand {
     var flushIntervalMicroseconds = 250
 
     @Option(name: .customLong("read-budget-us"), help: ArgumentHelp("""
-        How long one loop iteration may spend reading. Connections still waiting to be read are \
-        read in the next iterations, first come first served, so timers and ticks run at most \
-        about this late however many connections send at once. 0: no limit.
+        How long one loop iteration may spend reading, and likewise acting on committed groups \
+        (replies, broadcasts). Connections still waiting are read in the next iterations, each \
+        once per round, and the rest of the reports follows at the next iteration, so timers and \
+        ticks are not held up however many connections send at once. 0: no limit.
         """, valueName: "us"))
     var readBudgetMicroseconds = 10_000
 

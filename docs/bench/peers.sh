@@ -13,6 +13,11 @@
 # Every run gets a fresh server (and a fresh OutaTime database).
 # SERVER=path picks the OutaTime binary; BASELINE=path adds a second OutaTime
 # build (label `outatime-baseline`), interleaved, for before/after figures.
+# BASELINE_ARGS: extra flags for it. None by default (builds as old as
+# 6a3a241 have neither of the two limits below); a baseline that has them
+# needs BASELINE_ARGS='--max-requests-per-second 0
+# --max-connections-per-address 20000', or its own default request rate
+# throttles the publisher and the idle scenario fails.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BENCH=${BENCH:-../shared/bench}
@@ -35,7 +40,7 @@ run_outatime() {  # FILE fanout-args...
 }
 run_baseline() {
   [[ -n $BASELINE ]] || return 0
-  run_build "$BASELINE" outatime-baseline "$@"
+  LIMIT_ARGS="${BASELINE_ARGS:-}" run_build "$BASELINE" outatime-baseline "$@"
 }
 run_build() {  # BINARY LABEL FILE fanout-args...
   local binary=$1 label=$2 file=$3; shift 3

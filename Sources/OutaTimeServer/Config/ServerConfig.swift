@@ -46,9 +46,11 @@ public struct ServerConfig: Sendable {
     public var tlsHandshakesPerIteration = 32
     /// How long the reads of one loop iteration may take, in microseconds,
     /// before the connections still waiting to be read are read in later
-    /// iterations, first come first served (`UV.ReadBudget`): however many
-    /// connections send at once, timers and ticks due meanwhile run at most
-    /// about this late. 0: no limit. (Tests set 1: one read per iteration.)
+    /// iterations, each once per round (`UV.ReadBudget`); the handling of
+    /// committed groups has the same time (``Server/reportCommits()``).
+    /// However many connections send at once, timers and ticks due
+    /// meanwhile are not held up for long. 0: no limit. (Tests set 1: one
+    /// read per iteration, the reports one outcome at a time.)
     public var readBudgetMicroseconds = 10_000
     /// The HTTP listener (`--http`): `/healthz`, `/readyz`; nil: none.
     public var http: HTTPEndpoint? = nil
