@@ -15,8 +15,10 @@ public final class Timer: Handle {
     }
 
     /// Starts (or restarts) the timer: first after `timeoutMs`, then every
-    /// `repeatMs` if non-zero.
+    /// `repeatMs` if non-zero. Does nothing once the timer is closing (its
+    /// memory goes with the close).
     public func start(timeoutMs: UInt64, repeatMs: UInt64 = 0, _ callback: @escaping () -> Void) {
+        guard !isClosing else { return }
         self.callback = callback
         uv_timer_start(typed(uv_timer_t.self), Trampolines.onTimer, timeoutMs, repeatMs)
     }
