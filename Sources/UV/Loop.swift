@@ -20,9 +20,9 @@ public final class Loop {
     /// or with ``readTimePerIteration`` (a quiet loop has no extra handle).
     private var budget: ReadBudget?
     /// How long the reads of one loop iteration may take, in nanoseconds,
-    /// before the streams still ready wait for a later iteration, served
-    /// first come first served (``ReadBudget``); nil (the default): no limit.
-    /// 0 lets one read run per iteration.
+    /// before the streams still ready wait for a later iteration, each
+    /// ready stream read once per round (``ReadBudget``); nil (the default):
+    /// no limit. 0 lets one read run per iteration.
     public var readTimePerIteration: UInt64? {
         didSet { if readTimePerIteration != nil { _ = readBudget } }
     }

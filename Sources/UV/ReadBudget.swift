@@ -87,11 +87,10 @@ final class ReadBudget: Handle {
             firstReadAt = now
             checkEachIteration()
         } else if now &- firstReadAt >= limit {
+            // Owed since an earlier iteration, it is in `owed` already (a
+            // stream paid in this round cannot be owed again in it).
+            if !stream.isOwed { owed.append(stream) }
             stream.isOwed = true
-            if !stream.isInOwedList {
-                stream.isInOwedList = true
-                owed.append(stream)
-            }
             deferRead(stream, cameUpBefore: cameUpBefore)
             return false
         }
@@ -135,7 +134,7 @@ final class ReadBudget: Handle {
         uv_check_stop(typed(uv_check_t.self))
         isChecking = false
         paused = []
-        for stream in owed { stream.forgetDebt() }
+        for stream in owed { stream.isOwed = false }
         owed = []
     }
 
@@ -149,7 +148,7 @@ final class ReadBudget: Handle {
         if !owed.isEmpty {
             owed.removeAll { stream in
                 if stream.isOwed, stream.cameUpIn == iteration, stream.isReading, !stream.isClosing { return false }
-                stream.forgetDebt()
+                stream.isOwed = false
                 return true
             }
         }
@@ -160,13 +159,5 @@ final class ReadBudget: Handle {
             uv_check_stop(typed(uv_check_t.self))
             isChecking = false
         }
-    }
-}
-
-extension TCPStream {
-    /// Drops this stream's debt and its place in the owed list.
-    func forgetDebt() {
-        isOwed = false
-        isInOwedList = false
     }
 }

@@ -22,13 +22,12 @@ public final class TCPStream: Handle {
     /// True from a pause for the read budget until the loop renews it.
     private(set) var isOverBudget = false
     /// The loop's read budget (``ReadBudget``, per iteration): the last
-    /// round this stream read in, the last iteration it came up in, whether
-    /// it is owed a read in this round, and whether the budget's list of
-    /// debts holds it.
+    /// round this stream read in, the last iteration it came up in, and
+    /// whether it is owed a read in this round (then the budget's list of
+    /// debts holds it).
     var readInRound: UInt64 = 0
     var cameUpIn: UInt64 = 0
     var isOwed = false
-    var isInOwedList = false
     /// Set by the budget when this stream came up twice in one iteration:
     /// the deferral's read callback pauses it (``didDefer()``).
     var pausesWhenDeferred = false

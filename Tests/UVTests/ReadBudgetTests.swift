@@ -1,7 +1,5 @@
+import OutaTimeTestKit
 import Testing
-#if canImport(Glibc)
-import Glibc
-#endif
 @testable import UV
 
 /// The per-iteration read budget (``ReadBudget``) on a real loop over
@@ -271,7 +269,7 @@ import Glibc
     /// iteration, and deferred streams, still readable, come up again; the
     /// second time they are paused (from the read callback: libuv calls it
     /// after the alloc). Each stream reads once per round all the same.
-    @Test(.enabled(if: ReadBudgetTests.raiseFileLimit(to: 2_400), "needs 2,400 open files"))
+    @Test(.enabled(if: OpenFileLimit.raise(to: 2_400), "needs 2,400 open files"))
     func moreReadyStreamsThanOnePollReturns() throws {
         let count = 1_100
         let pairs = try Pairs(count: count)
@@ -290,20 +288,5 @@ import Glibc
         // Counted once per stream and iteration: at most every waiting stream in each.
         #expect(pairs.loop.deferredReads > 0 && pairs.loop.deferredReads <= count * count / 2)
         try pairs.close()
-    }
-
-    /// Raises the soft open-file limit to `files` if the hard limit allows.
-    static func raiseFileLimit(to files: Int) -> Bool {
-        var limit = rlimit()
-        #if canImport(Glibc)
-        let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
-        #else
-        let resource = RLIMIT_NOFILE
-        #endif
-        guard getrlimit(resource, &limit) == 0 else { return false }
-        if limit.rlim_cur >= rlim_t(files) { return true }
-        guard limit.rlim_max >= rlim_t(files) else { return false }
-        limit.rlim_cur = rlim_t(files)
-        return setrlimit(resource, &limit) == 0
     }
 }

@@ -49,11 +49,7 @@ extension Server {
             report(commit)
             if limit > 0, !reportBacklog.isEmpty, reportTimeThisIteration &+ (Loop.hrtime &- started) >= limit {
                 counters.reportsDeferred += 1
-                reportTimer.start(timeoutMs: 0) { [unowned self] in
-                    self.reportCommits()
-                    self.submitOpenBatches()
-                    self.flushSoon()
-                }
+                reportTimer.start(timeoutMs: 0) { [unowned self] in self.actOnReports() }
                 break
             }
         }

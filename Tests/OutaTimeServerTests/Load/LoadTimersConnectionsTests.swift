@@ -1,3 +1,4 @@
+import OutaTimeTestKit
 import OutaTimeTestSupport
 import Foundation
 import Testing
@@ -137,14 +138,8 @@ struct LoadTimersConnectionsTests {
 
     @Test("connections: more connections than the open-file limit allows is refused up front")
     func fileLimit() throws {
-        var limit = rlimit()
         // Only where a million files cannot be opened (else the run would really try).
-        #if canImport(Glibc)
-        let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
-        #else
-        let resource = RLIMIT_NOFILE
-        #endif
-        guard getrlimit(resource, &limit) == 0, limit.rlim_max < 1_000_064 else { return }
+        guard let hard = OpenFileLimit.hard, hard < 1_000_064 else { return }
         try withTestServer { server in
             let run = try LoadHarnessTests.load(["connections", "--connections", "1000000", "--channels", "1"],
                                                 port: server.port)
