@@ -39,7 +39,7 @@ struct ConnectionOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Your display name, shown to other watchers (env OUTATIME_NAME).", valueName: "name"))
     var name: String?
 
-    @Flag(help: "Print the server's JSON result instead of readable text.")
+    @Flag(help: "Print JSON instead of readable text: the server's result; watch and top print one object a line.")
     var json = false
 
     @Option(help: ArgumentHelp("Give up after this many seconds without a reply.", valueName: "seconds"))
@@ -78,27 +78,42 @@ struct ConnectionOptions: ParsableArguments {
     }
 
     /// Connects, runs `body`, prints its result; maps failures to exit codes
-    /// (1: the server refused the request, 3: cannot reach the server).
+    /// (``ExitStatus``: 1 the server refused the request or the connection,
+    /// 3 cannot reach the server).
     func run(_ body: (BlockingClient) throws(ClientError) -> JSONValue, render: (JSONValue) -> String) throws {
-        let client: BlockingClient
-        do {
-            client = try BlockingClient(options: clientOptions, timeoutMs: UInt64(max(0.1, timeout) * 1000))
-        } catch {
-            Output.fail("cannot reach the OutaTime server at \(host):\(port): \(error)")
-            throw ExitCode(3)
-        }
+        let client = try connect()
         defer { client.close() }
         do {
             let result = try body(client)
             Output.print(json ? Output.json(result) : render(result))
         } catch {
-            if case .server(let serverError) = error {
-                Output.fail("\(serverError.code): \(serverError.message)")
-                throw ExitCode(1)
-            }
-            Output.fail("\(error)")
-            throw ExitCode(3)
+            throw failed(error)
         }
+    }
+
+    /// A ready client, made with `clientOptions` changed by `adjust`; when
+    /// it cannot be made, prints why and throws the exit code.
+    func connect(_ adjust: (inout ClientOptions) -> Void = { _ in }) throws -> BlockingClient {
+        var options = clientOptions
+        adjust(&options)
+        do {
+            return try BlockingClient(options: options, timeoutMs: UInt64(max(0.1, timeout) * 1000))
+        } catch {
+            let reason: DisconnectReason? = if case .closed(let reason) = error { reason } else { nil }
+            let message = ExitStatus.message(reason, host: host, port: port)
+            Output.fail(reason == nil ? "\(message): \(error)" : message)
+            throw ExitCode(ExitStatus.after(reason))
+        }
+    }
+
+    /// Prints why a request failed and returns the exit code to throw.
+    func failed(_ error: ClientError) -> ExitCode {
+        if case .server(let serverError) = error {
+            Output.fail("\(serverError.code): \(serverError.message)")
+            return ExitCode(ExitStatus.refused)
+        }
+        Output.fail("\(error)")
+        return ExitCode(ExitStatus.unreachable)
     }
 }
 

@@ -18,6 +18,14 @@ enum Output {
         return (try? String(decoding: encoder.encode(value), as: UTF8.self)) ?? "null"
     }
 
+    /// Compact, key-sorted JSON on one line (JSON Lines), for `--json` in
+    /// the commands that print as things happen (`watch`, `top`).
+    static func jsonLine(_ value: some Encodable) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? String(decoding: encoder.encode(value), as: UTF8.self)) ?? "null"
+    }
+
     /// A readable rendering of any result: `key: value` lines, nested
     /// objects indented, arrays of objects as one line per element.
     static func text(_ value: JSONValue, indent: String = "") -> String {

@@ -80,15 +80,7 @@ struct Timers: ParsableCommand {
 
         func run() throws {
             let name = channel("timers", list)
-            var clientOptions = options.clientOptions
-            clientOptions.heartbeatIntervalMs = 5_000  // stay connected while viewing
-            let client: BlockingClient
-            do {
-                client = try BlockingClient(options: clientOptions, timeoutMs: UInt64(max(0.1, options.timeout) * 1000))
-            } catch {
-                Output.fail("cannot reach the OutaTime server at \(options.host):\(options.port): \(error)")
-                throw ExitCode(3)
-            }
+            let client = try options.connect { $0.heartbeatIntervalMs = 5_000 }  // stay connected while viewing
             defer { client.close() }
             var finished = false
             client.connection.onTick = { tick in
@@ -112,18 +104,13 @@ struct Timers: ParsableCommand {
                 Output.print(options.json ? Output.json(timer)
                     : "viewing #\(id) \(timer["event"]?.text ?? "") — \(timer["remaining_s"]?.text ?? "?") s left (Ctrl-C stops viewing)")
             } catch {
-                if case .server(let serverError) = error {
-                    Output.fail("\(serverError.code): \(serverError.message)")
-                    throw ExitCode(1)
-                }
-                Output.fail("\(error)")
-                throw ExitCode(3)
+                throw options.failed(error)
             }
             let limit = seconds.map { UInt64(max(0, $0) * 1000) } ?? UInt64.max / 2
             client.run(timeoutMs: limit) { finished || !client.connection.isReady }
             if !finished && !client.connection.isReady {
                 Output.fail("the connection to the server was lost")
-                throw ExitCode(3)
+                throw ExitCode(ExitStatus.unreachable)
             }
         }
     }

@@ -22,13 +22,16 @@ struct Top: ParsableCommand {
             a lost connection is retried. When stdout is not a terminal it prints a header, \
             then one line per interval (the first after two readings), like redis-cli --stat; \
             --count ends it. Its last two columns are the slowest channel's worst lateness \
-            (slow_ms) and its name (slowest), - when no channel's ticks ran late. \
+            (slow_ms) and its name (slowest), - when no channel's ticks ran late. With --json \
+            (on a terminal too) each line is one JSON object with the same figures, unrounded \
+            and named as in stats (rates end in _per_s). \
             Set NO_COLOR (any value) for no colours. Needs role watch.
 
             Examples:
               outatime top
               outatime top --interval 5 --host boards.example --tls --token "$TOKEN"
               outatime top --count 10 > rates.txt
+              outatime top --count 60 --json > rates.jsonl
             """)
 
     @Option(help: ArgumentHelp("Seconds between two readings (0.1–3600).", valueName: "seconds"))
@@ -59,7 +62,7 @@ struct Top: ParsableCommand {
         var board = TopBoard(server: "\(options.host):\(options.port)", intervalS: interval)
         board.channelRows = channels
         let session = TopSession(loop: loop, options: clientOptions, board: board, count: count,
-                                 interactive: TTY.isTerminal(1) && TTY.isTerminal(0))
+                                 interactive: !options.json && TTY.isTerminal(1) && TTY.isTerminal(0), json: options.json)
         try session.start()
         _ = loop.run()
         session.restoreTerminal()
@@ -78,6 +81,8 @@ final class TopSession {
     let options: ClientOptions
     let connection: OutaTimeConnection
     let interactive: Bool
+    /// Lines as JSON objects (`--json`) instead of columns.
+    let json: Bool
     let count: Int?
     var board: TopBoard
     /// Why the run ended badly: the message and exit status.
@@ -95,7 +100,8 @@ final class TopSession {
     private var activity = ChannelActivity()
     private var linesPrinted = 0
 
-    init(loop: Loop, options: ClientOptions, board: TopBoard, count: Int?, interactive: Bool) {
+    init(loop: Loop, options: ClientOptions, board: TopBoard, count: Int?, interactive: Bool, json: Bool = false) {
+        self.json = json
         self.loop = loop
         self.options = options
         self.board = board
@@ -125,12 +131,13 @@ final class TopSession {
         switch state {
         case .ready:
             board.connection = everConnected ? "reconnected" : "connected"
-            if !everConnected && !interactive { StandardOutput.writeAll(TopLines.header + "\n") }
+            if !everConnected && !interactive && !json { StandardOutput.writeAll(TopLines.header + "\n") }
             everConnected = true
         case .reconnecting(let attempt, _):
             guard everConnected else {
                 // Never reached: a script must not wait forever.
-                return fail("cannot reach the OutaTime server at \(options.host):\(options.port)", code: 3)
+                return fail(ExitStatus.message(connection.lastDisconnect, host: options.host, port: options.port),
+                            code: ExitStatus.unreachable)
             }
             board.connection = "reconnecting… attempt \(attempt)"
             previous = nil
@@ -141,7 +148,11 @@ final class TopSession {
         case .connecting: board.connection = everConnected ? "reconnecting…" : "connecting…"
         case .closed(let reason):
             board.connection = "closed" + (reason.map { ": \($0)" } ?? "")
-            if !finished { return fail("the server closed the connection" + (reason.map { ": \($0)" } ?? ""), code: 1) }
+            if !finished {
+                let message = everConnected ? "the server closed the connection" + (reason.map { ": \($0)" } ?? "")
+                    : ExitStatus.message(reason, host: options.host, port: options.port)
+                return fail(message, code: ExitStatus.after(reason))
+            }
         case .idle: break
         }
         draw()
@@ -177,7 +188,7 @@ final class TopSession {
         previous = sample
         latest = sample
         if !interactive, let rates {
-            StandardOutput.writeAll(TopLines.line(rates) + "\n")
+            StandardOutput.writeAll((json ? TopLines.json(rates) : TopLines.line(rates)) + "\n")
             linesPrinted += 1
             if let count, linesPrinted >= count { return quit() }
         }

@@ -193,4 +193,27 @@ enum TopLines {
         let slowest = s.slowestChannels?.first.map { DisplayWidth.sanitized($0.channel) } ?? "-"
         return zip(columns, values).map { DisplayWidth.fit($1, $0.1, right: true) }.joined(separator: " ") + " " + slowest
     }
+
+    /// The same figures as ``line(_:)`` as one JSON object (`--json`),
+    /// unrounded and named after the server's `stats` fields: rates end in
+    /// `_per_s`; `commit_ms` and `tick_lateness_ms` are null when nothing
+    /// was committed or ticked; `slowest_channels` is the server's list.
+    static func json(_ rates: TopRates) -> String {
+        let s = rates.current
+        func optional(_ value: Double?) -> JSONValue { value.map { .double($0) } ?? .null }
+        var fields: [String: JSONValue] = [
+            "seconds": .double(rates.seconds),
+            "connections": .int(Int64(s.int("connections"))),
+            "subscriptions": .int(Int64(s.int("subscriptions"))),
+            "store_backlog": .int(Int64(s.int("store_backlog"))),
+            "rss_bytes": .int(Int64(s.int("rss_bytes"))),
+            "commit_ms": optional(rates.commitMs),
+            "tick_lateness_ms": optional(rates.tickLatenessMs),
+        ]
+        for counter in ["deliveries", "commands", "events_committed", "ticks", "bytes_in", "bytes_out", "reads_deferred"] {
+            fields[counter + "_per_s"] = .double(rates.perSecond(counter))
+        }
+        fields["slowest_channels"] = s.stats["slowest_channels"] ?? .null
+        return Output.jsonLine(JSONValue.object(fields))
+    }
 }

@@ -15,7 +15,15 @@ struct Watch: ParsableCommand {
             l lap, r reset; timers ↑/↓ select, Enter or space start/stop viewing; ? shows every key; \
             q or Ctrl-C quits. Only the lines that changed are redrawn. Set NO_COLOR (any value) \
             for no colours. When stdout is not a terminal, every event, tick, presence and \
-            connection change is printed as one line.
+            connection change is printed as one line; with --json (on a terminal too) as one \
+            JSON object a line: each push as the server sends it, and objects of type sync, \
+            connection and error. A server that cannot be reached, or that refuses the \
+            connection, ends it (exit 3, or 1 for a refusal such as a token it does not accept); \
+            once connected, a lost connection is retried.
+
+            Examples:
+              outatime watch delorean/main timers/hill-valley
+              outatime watch laps/morning-run --for 60 --json | jq -c 'select(.type == "event")'
             """)
 
     @Argument(help: "Channels to watch, e.g. delorean/main laps/run timers/hill-valley.")
@@ -34,11 +42,16 @@ struct Watch: ParsableCommand {
         var clientOptions = options.clientOptions
         clientOptions.reconnect = true
         let session = WatchSession(loop: loop, options: clientOptions, channels: channels,
-                                   interactive: TTY.isTerminal(1) && TTY.isTerminal(0))
+                                   interactive: !options.json && TTY.isTerminal(1) && TTY.isTerminal(0),
+                                   json: options.json)
         try session.start(duration: duration)
         _ = loop.run()
         session.restoreTerminal()
         try? loop.close()
+        if let failure = session.failure {
+            Output.fail(failure.message)
+            throw ExitCode(failure.code)
+        }
     }
 }
 
@@ -48,7 +61,11 @@ final class WatchSession {
     let options: ClientOptions
     let connection: OutaTimeConnection
     let interactive: Bool
+    /// Lines as JSON objects (`--json`) instead of text.
+    let json: Bool
     var board: WatchBoard
+    /// Why the run ended badly: the message and exit status.
+    private(set) var failure: (message: String, code: Int32)?
     private var handles: [Handle] = []
     private var screen: FullScreen?
     private var redraw: UV.Timer?
@@ -61,10 +78,11 @@ final class WatchSession {
     private var viewing: Set<String> = []
     private var finished = false
 
-    init(loop: Loop, options: ClientOptions, channels: [String], interactive: Bool) {
+    init(loop: Loop, options: ClientOptions, channels: [String], interactive: Bool, json: Bool = false) {
         self.loop = loop
         self.options = options
         self.interactive = interactive
+        self.json = json
         connection = OutaTimeConnection(loop: loop, options: options)
         board = WatchBoard(server: "\(options.host):\(options.port)", channels: channels)
     }
@@ -107,13 +125,18 @@ final class WatchSession {
             case .closed(let reason): board.connection = "closed" + (reason.map { ": \($0)" } ?? "")
             case .idle: break
             }
-            line(WatchLines.connection(state, host: options.host, port: options.port))
+            line(json ? WatchJSON.connection(state, host: options.host, port: options.port)
+                 : WatchLines.connection(state, host: options.host, port: options.port))
+            ended(state)
             changed()
         }
-        connection.onEvent = { [unowned self] event in line(WatchLines.event(event)); changed() }
-        connection.onTick = { [unowned self] tick in line(WatchLines.tick(tick)); changed() }
-        connection.onPresence = { [unowned self] change in line(WatchLines.presence(change)); changed() }
-        connection.onSync = { [unowned self] sync in line(WatchLines.sync(sync)); changed() }
+        connection.onEvent = { [unowned self] event in line(json ? WatchJSON.event(event) : WatchLines.event(event)); changed() }
+        connection.onTick = { [unowned self] tick in line(json ? WatchJSON.tick(tick) : WatchLines.tick(tick)); changed() }
+        connection.onPresence = { [unowned self] change in
+            line(json ? WatchJSON.presence(change) : WatchLines.presence(change))
+            changed()
+        }
+        connection.onSync = { [unowned self] sync in line(json ? WatchJSON.sync(sync) : WatchLines.sync(sync)); changed() }
         connection.onSubscriptionFailed = { [unowned self] channel, error in say("\(channel): \(error)") }
         connection.onServerError = { [unowned self] error in say("server: \(error.code): \(error.message)") }
     }
@@ -126,8 +149,9 @@ final class WatchSession {
 
     /// A message in the status line (or a line when piped).
     private func say(_ text: String) {
+        guard !finished else { return }  // requests cut short by the end, not news
         board.status = text
-        if !interactive { writeAll("error \(text)\n") }
+        if !interactive { writeAll(json ? WatchJSON.error(text) + "\n" : "error \(text)\n") }
         changed()
     }
 
@@ -261,6 +285,29 @@ final class WatchSession {
     }
 
     // MARK: ending
+
+    /// Ends the run when the connection cannot be made (it never was) or
+    /// ended for good: a refused hello or certificate, a `bye` for a
+    /// refusal. Once connected, anything else is retried.
+    private func ended(_ state: ConnectionState) {
+        guard !finished else { return }
+        switch state {
+        case .reconnecting where !everConnected:
+            fail(ExitStatus.message(connection.lastDisconnect, host: options.host, port: options.port),
+                 code: ExitStatus.unreachable)
+        case .closed(let reason):
+            let message = everConnected ? "the server closed the connection" + (reason.map { ": \($0)" } ?? "")
+                : ExitStatus.message(reason, host: options.host, port: options.port)
+            fail(message, code: ExitStatus.after(reason))
+        default: break
+        }
+    }
+
+    private func fail(_ message: String, code: Int32) {
+        guard failure == nil else { return }
+        failure = (message, code)
+        quit()
+    }
 
     func quit() {
         guard !finished else { return }

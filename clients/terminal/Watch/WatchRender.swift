@@ -226,3 +226,59 @@ enum WatchLines {
         }
     }
 }
+
+/// `watch --json`: one JSON object a line. Pushes as the server sends them
+/// (an event that came in a recovery also has `"replayed": true`); the
+/// watcher's own news as objects of the same shape: `sync` (how a
+/// subscription got its state), `connection` and `error`.
+enum WatchJSON {
+    static func event(_ event: ChannelEvent) -> String {
+        guard event.replayed else { return Output.jsonLine(event.push) }
+        var fields = object(event.push)
+        fields["replayed"] = .bool(true)
+        return Output.jsonLine(JSONValue.object(fields))
+    }
+
+    static func tick(_ tick: TickPush<JSONValue>) -> String { Output.jsonLine(tick) }
+
+    static func presence(_ change: PresencePush) -> String { Output.jsonLine(change) }
+
+    static func sync(_ sync: ChannelSync) -> String {
+        var fields: [String: JSONValue] = ["type": .string("sync"), "channel": .string(sync.channel), "seq": .int(sync.seq)]
+        switch sync.method {
+        case .snapshot: fields["method"] = .string("snapshot")
+        case .reloaded: fields["method"] = .string("reloaded")
+        case .recovered(let events):
+            fields["method"] = .string("recovered")
+            fields["events"] = .int(Int64(events))
+        }
+        return Output.jsonLine(JSONValue.object(fields))
+    }
+
+    static func connection(_ state: ConnectionState, host: String, port: Int) -> String {
+        var fields: [String: JSONValue] = ["type": .string("connection"), "server": .string("\(host):\(port)")]
+        switch state {
+        case .idle: fields["state"] = .string("idle")
+        case .connecting: fields["state"] = .string("connecting")
+        case .ready: fields["state"] = .string("connected")
+        case .reconnecting(let attempt, let delay):
+            fields["state"] = .string("reconnecting")
+            fields["attempt"] = .int(Int64(attempt))
+            fields["delay_ms"] = .int(Int64(delay))
+        case .closed(let reason):
+            fields["state"] = .string("closed")
+            if let reason { fields["reason"] = .string(reason.description) }
+        }
+        return Output.jsonLine(JSONValue.object(fields))
+    }
+
+    static func error(_ text: String) -> String {
+        Output.jsonLine(JSONValue.object(["type": .string("error"), "message": .string(text)]))
+    }
+
+    /// The members of an encodable push.
+    private static func object(_ push: some Encodable) -> [String: JSONValue] {
+        guard let data = try? JSONEncoder().encode(push), case .object(let fields)? = try? JSONValue.parse(data) else { return [:] }
+        return fields
+    }
+}
