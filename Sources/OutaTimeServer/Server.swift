@@ -48,6 +48,9 @@ final class Server {
     var addresses = AddressTable()
     /// Loop time before which no further refusal warning is logged.
     var nextRefusalWarning: UInt64 = 0
+    /// Refused plain connections waiting for their peer's EOF after the
+    /// `error` and `bye` (``Server/refuse(_:limit:host:tls:)``), with their deadlines.
+    var lingeringRefusals: [ObjectIdentifier: (stream: TCPStream, deadline: UInt64)] = [:]
     var nextSerial = 0
     var channels: [String: Channel] = [:]
     /// Channels that may be idle and empty, with the loop time they were
@@ -467,6 +470,8 @@ final class Server {
         scheduler?.close()
         rateWakeups?.close()
         helloDelays?.close()
+        for refusal in lingeringRefusals.values { refusal.stream.close() }
+        lingeringRefusals = [:]
         if !signals.isEmpty {
             // Already stopping: a second Ctrl-C or SIGTERM must not kill the
             // process once the watchers are gone (exit 0 stays exit 0).

@@ -95,6 +95,7 @@ extension Server {
             }
         }
         sweepHTTP(now: now)
+        sweepRefusals(now: now)
         if case .running = phase { forgetIdleChannels(now: now) }
         addresses.forgetExpiredFailures(now: now)
         if case .draining = phase { checkDrained() }

@@ -19,11 +19,16 @@ extension Server {
         return nil
     }
 
-    /// Refuses a just-accepted connection in O(1): an `error` and a `bye`
-    /// `server_busy` handed to the kernel in one write attempt, then the
-    /// descriptor is closed at once, before anything is read from it. A TLS
-    /// connection is closed without them: no `bye` can be read before a
-    /// handshake, and a handshake is exactly the cost to avoid.
+    /// Refuses a just-accepted connection: an `error` and a `bye`
+    /// `server_busy` handed to the kernel in one write attempt, then FIN;
+    /// what the peer sends is read and dropped until its EOF or the linger
+    /// time, then the descriptor is closed. Closing at once would turn
+    /// unread input (a `hello` sent straight away) into a reset, and a
+    /// reset makes the peer's kernel drop the two frames before they are
+    /// read. At most ``maxLingeringRefusals`` wait at once; past that (a
+    /// flood) a refusal is closed at once, O(1) as before. A TLS connection
+    /// is closed without them: no `bye` can be read before a handshake, and
+    /// a handshake is exactly the cost to avoid.
     func refuse(_ tcp: TCPStream, limit: ConnectionLimit, host: String?, tls: Bool) {
         counters.connectionsRefused[limit.rawValue, default: 0] += 1
         logRefusal(limit, host: host)
@@ -47,8 +52,39 @@ extension Server {
             } catch {
                 logger.error("encoding failed", metadata: ["error": "\(error)"])
             }
+            if lingeringRefusals.count < Self.maxLingeringRefusals, linger(tcp) { return }
         }
         tcp.close()
+    }
+
+    /// Refusals that may wait for their peer's EOF at once: each holds a
+    /// descriptor for up to the linger time (``ServerConfig/lingerMs``).
+    static let maxLingeringRefusals = 64
+
+    /// Shuts down the write side of a refused connection and drops what it
+    /// reads until its EOF; the sweep closes it at the linger deadline.
+    /// False when it cannot start reading (close it at once).
+    private func linger(_ tcp: TCPStream) -> Bool {
+        let key = ObjectIdentifier(tcp)
+        do {
+            try tcp.startReading(onData: { _ in }, onEnd: { [unowned self] _ in self.endRefusal(key) })
+        } catch {
+            return false
+        }
+        tcp.onWriteError = { [unowned self] _ in self.endRefusal(key) }
+        lingeringRefusals[key] = (tcp, loop.now + UInt64(config.lingerMs))
+        tcp.shutdown { _ in }
+        return true
+    }
+
+    /// Closes a lingering refusal (its peer's EOF, an error, or its deadline).
+    func endRefusal(_ key: ObjectIdentifier) {
+        lingeringRefusals.removeValue(forKey: key)?.stream.close()
+    }
+
+    /// Closes the lingering refusals whose deadline has passed.
+    func sweepRefusals(now: UInt64) {
+        for (key, refusal) in lingeringRefusals where now >= refusal.deadline { endRefusal(key) }
     }
 
     /// Refusals are logged at debug level each, and as a warning at most

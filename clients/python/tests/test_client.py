@@ -390,6 +390,34 @@ class TokensTest(ServerTestCase):
         self.assertEqual(marty.publish("starport/hv", "hi")["delivered"], 1)
 
 
+class ConnectionLimitTest(ServerTestCase):
+    server_args = ["--max-connections-per-address", "1"]
+
+    def test_refused_client_that_sent_hello_at_once_reads_error_and_bye(self) -> None:
+        """Closed with the hello unread, the refused socket would send a reset
+        and this kernel would drop both frames (ECONNRESET): PROTOCOL.md §3."""
+        held = self.client(name="held")
+        hello = json.dumps({"type": "hello", "id": 1, "protocol": 1}).encode()
+        for _ in range(10):
+            with socket.create_connection(("127.0.0.1", self.server.port), timeout=5) as sock:
+                sock.sendall(struct.pack(">I", len(hello)) + hello)
+                data = b""
+                while True:
+                    chunk = sock.recv(65536)  # a reset raises ConnectionResetError here
+                    if not chunk:
+                        break
+                    data += chunk
+            frames = []
+            while data:
+                (size,) = struct.unpack(">I", data[:4])
+                frames.append(json.loads(data[4:4 + size]))
+                data = data[4 + size:]
+            self.assertEqual([f["type"] for f in frames], ["error", "bye"], frames)
+            self.assertEqual(frames[0]["error"]["code"], "server_busy")
+            self.assertEqual(frames[1]["reason"], "server_busy")
+        self.assertIn("time", held.request("ping"))
+
+
 class ChannelsTest(ServerTestCase):
     INITIAL = {
         "delorean": None,  # present_time is the creation time: checked separately
