@@ -11,6 +11,8 @@ import OutaTimeProtocol
 /// - ``countdown``: when the countdown last (re)started and from what value.
 ///   Deriving the remaining time from that base, instead of decrementing once
 ///   per tick, is what keeps a countdown free of drift.
+/// - ``carriedMS``: the part of a second a paused countdown had already run,
+///   which its next start goes on from.
 ///
 /// Equality compares the runtime fields too: two timers that differ in who
 /// watches them, or in when their countdown started, will not behave alike.
@@ -47,6 +49,13 @@ public struct CountdownTimer: Sendable, Equatable, Codable, Identifiable {
     /// the timer runs. A running timer decoded from JSON has none until an
     /// event restarts it, and meanwhile shows its stored `remainingS`.
     public internal(set) var countdown: Countdown?
+    /// Milliseconds (0–999) of the current second that the countdown had
+    /// run when it last paused (runtime only, never encoded). The next start
+    /// goes on from there, so a countdown viewed in pieces shorter than a
+    /// second still falls by one for every second it ran in all. Setting
+    /// `remaining_s` clears it; a restart loses it (at most a second, within
+    /// the rule that a restart may lose up to 5 s).
+    public internal(set) var carriedMS = 0
 
     /// Creates a timer from its fields (no viewer identities, no running base).
     public init(
@@ -100,6 +109,16 @@ extension CountdownTimer {
         public func remaining(at now: Date) -> Int {
             if now >= deadline { return 0 }
             return remainingS - wholeSecondsElapsed(at: now)
+        }
+
+        /// Milliseconds (0–999) run of the second under way at `now`: what
+        /// a pause at `now` carries over to the next start.
+        public func carriedMS(at now: Date) -> Int {
+            let whole = wholeSecondsElapsed(at: now)
+            guard whole < remainingS else { return 0 }
+            let fraction = now.timeIntervalSince(since.addingTimeInterval(Double(whole)))
+            // To the nearest millisecond: `Date` sums put 0.6 s at 0.5999….
+            return min(999, max(0, Int((fraction * 1000).rounded())))
         }
 
         /// The largest `k ≥ 0` with `since + k ≤ now`. Computed with the same

@@ -65,13 +65,16 @@ extension TimerListState {
             update(id: id) { timer in
                 timer.status = .running
                 timer.remainingS = remaining
-                timer.countdown = .init(since: at, remainingS: remaining)
+                // Going on from the part of a second run before the pause.
+                timer.countdown = .init(since: at.addingTimeInterval(-Double(timer.carriedMS) / 1000), remainingS: remaining)
+                timer.carriedMS = 0
                 // A client's copy learns of its first viewer here.
                 timer.takeViewerCount(max(timer.viewers, 1))
             }
         case .stopped(let id, let remaining):
             update(id: id) { timer in
                 timer.status = .stopped
+                timer.carriedMS = timer.countdown.map { $0.remaining(at: at) == remaining ? $0.carriedMS(at: at) : 0 } ?? 0
                 timer.remainingS = remaining
                 timer.countdown = nil
                 timer.clearViewers()
@@ -196,6 +199,7 @@ extension CountdownTimer {
         status = .finished
         remainingS = 0
         countdown = nil
+        carriedMS = 0
         clearViewers()
     }
 
@@ -209,9 +213,10 @@ extension CountdownTimer {
         location = new.location
         remainingS = new.remainingS
         status = new.status
+        let restarts = fields?.contains(CodingKeys.remainingS.stringValue) ?? true
+        if restarts { carriedMS = 0 }
         switch status {
         case .running:
-            let restarts = fields?.contains(CodingKeys.remainingS.stringValue) ?? true
             if restarts || countdown == nil {
                 countdown = .init(since: at, remainingS: new.remainingS)
             }

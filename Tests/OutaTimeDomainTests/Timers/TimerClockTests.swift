@@ -150,6 +150,35 @@ import Testing
         #expect(list.advance(to: F.at(53.2)).count == 1)
     }
 
+    @Test("viewed in pieces shorter than a second, a countdown falls by one for every second it ran in all")
+    func piecesShorterThanASecond() throws {
+        var list = try Self.running(10, startedAt: F.t0)
+        var now = 0.0
+        var stops: [Int] = []
+        // Eight pieces of 0.6 s: 4.8 s of running.
+        for piece in 0..<8 {
+            if piece > 0 { _ = try list.perform("start", F.args(["id": F.int(1)]), F.context(now)) }
+            now += 0.6
+            let stop = try list.perform("stop", F.args(["id": F.int(1)]), F.context(now))
+            #expect(stop.events.map(\.name) == ["timer_stopped"])
+            stops.append(list.timers[0].remainingS)
+            now += 0.25  // paused: no time counts
+        }
+        #expect(stops == [10, 9, 9, 8, 7, 7, 6, 6], "after 0.6, 1.2, … 4.8 s of running")
+        #expect(list.timers[0].remainingS == 6 && list.timers[0].carriedMS == 800)
+        // Running again, it goes on from 4.8 s: 5 s at +0.2 s, finished at +5.2 s.
+        _ = try list.perform("start", F.args(["id": F.int(1)]), F.context(now))
+        #expect(list.timers[0].remaining(at: F.at(now + 0.199)) == 6)
+        #expect(list.timers[0].remaining(at: F.at(now + 0.201)) == 5)
+        let finish = try #require(list.nextFinish())
+        #expect(abs(finish.timeIntervalSince(F.at(now + 5.2))) < 0.000_001, "\(finish)")
+        // Setting the remaining time starts it afresh from a whole second.
+        _ = try list.perform("stop", F.args(["id": F.int(1)]), F.context(now + 0.5))
+        _ = try list.perform("update", F.args(["id": F.int(1), "remaining_s": F.int(3)]), F.context(now + 1))
+        _ = try list.perform("start", F.args(["id": F.int(1)]), F.context(now + 2))
+        #expect(list.nextFinish() == F.at(now + 5))
+    }
+
     @Test func startingATimerAtZeroFinishesItAtOnce() throws {
         // A stopped timer at 0 only arises from an edited stored state; it
         // must finish, not count below 0.
