@@ -72,6 +72,25 @@ struct CompactJSONEncoderTests {
         #expect(try compactText([string: string]) == foundationText([string: string]))
     }
 
+    @Test("a JSONValue object is written with its members sorted by key, whatever the dictionary's order")
+    func objectMembersSorted() throws {
+        let keys = ["speed_kmh", "model", "docking_s", "b", "a", "é", "Z", "aa"]
+        var forward: [String: JSONValue] = [:]
+        for (index, key) in keys.enumerated() { forward[key] = .int(Int64(index)) }
+        var backward: [String: JSONValue] = [:]
+        for (index, key) in keys.enumerated().reversed() { backward[key] = .int(Int64(index)) }
+        backward.reserveCapacity(100)  // another table size: another iteration order
+        let expected = "{" + keys.sorted().map { key in "\"\(key)\":\(keys.firstIndex(of: key)!)" }.joined(separator: ",") + "}"
+        #expect(try compactText(JSONValue.object(forward)) == expected)
+        #expect(try compactText(JSONValue.object(backward)) == expected)
+        #expect(try compactText(JSONValue.array([.object(backward)])) == "[" + expected + "]", "nested too")
+        // Counts by name (stats' closes, connections_refused, …) the same way.
+        struct Counts: Encodable { var closes: [String: Int]; var http: [String: Int]? }
+        var counts: [String: Int] = [:]
+        for (index, key) in keys.enumerated().reversed() { counts[key] = index }
+        #expect(try compactText(Counts(closes: counts, http: counts)) == "{\"closes\":\(expected),\"http\":\(expected)}")
+    }
+
     @Test("integers of every width at their limits")
     func integers() throws {
         #expect(try compactText([Int.min, -1, 0, 7, Int.max]) == "[-9223372036854775808,-1,0,7,9223372036854775807]")

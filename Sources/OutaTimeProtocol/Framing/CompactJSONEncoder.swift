@@ -316,7 +316,8 @@ final class JSONByteWriter: @unchecked Sendable {
     }
 
     /// Writes `value` if it is a `String`, `Int`, `Int64`, `Bool`, an
-    /// optional of one of those, a `JSONValue`, a `RawJSON` (verbatim) or a `RequestID`; false for anything else
+    /// optional of one of those, a `JSONValue`, a `[String: Int]` (sorted
+    /// by key), a `RawJSON` (verbatim) or a `RequestID`; false for anything else
     /// (then a ``JSONWritable`` writes its own fields, and the rest goes
     /// through `Codable`).
     @inline(__always)
@@ -331,6 +332,10 @@ final class JSONByteWriter: @unchecked Sendable {
             writeBool(unsafeBitCast(value, to: Bool.self))
         } else if T.self == JSONValue.self {
             try writeJSON(unsafeBitCast(value, to: JSONValue.self))
+        } else if T.self == [String: Int].self {
+            // Counts by name (`stats`): sorted by key, as a JSONValue object.
+            let counts = unsafeBitCast(value, to: [String: Int].self)
+            try writeJSON(.object(counts.mapValues { .int(Int64($0)) }))
         } else if T.self == RawJSON.self {
             writeVerbatim(unsafeBitCast(value, to: RawJSON.self).text)
         } else if T.self == RequestID.self {
@@ -366,14 +371,17 @@ final class JSONByteWriter: @unchecked Sendable {
             }
             state.pointee.bytes.append(UInt8(ascii: "]"))
         case .object(let members):
+            // Sorted by key: a dictionary's own order changes from process
+            // to process (and with its history), and a message's members
+            // are written in a fixed order (PROTOCOL.md "JSON").
             state.pointee.bytes.append(UInt8(ascii: "{"))
             var first = true
-            for (key, member) in members {
+            for key in members.keys.sorted() {
                 if !first { state.pointee.bytes.append(UInt8(ascii: ",")) }
                 first = false
                 writeString(key)
                 state.pointee.bytes.append(UInt8(ascii: ":"))
-                try writeJSON(member)
+                try writeJSON(members[key]!)
             }
             state.pointee.bytes.append(UInt8(ascii: "}"))
         }
