@@ -38,6 +38,12 @@ struct LoadOptions: ParsableArguments {
     @Option(help: ArgumentHelp("PEM file of the private key of --cert.", valueName: "file"))
     var key: String?
 
+    @Option(help: ArgumentHelp("""
+        Access token for a server started with --tokens: every connection sends it in hello; it needs \
+        role operate for the scenarios that publish or run commands (env OUTATIME_TOKEN).
+        """, valueName: "token"))
+    var token: String?
+
     func validateShared() throws {
         guard (cert == nil) == (key == nil) else {
             throw ValidationError("--cert and --key go together (a client certificate and its private key)")
@@ -53,6 +59,10 @@ struct LoadOptions: ParsableArguments {
     func prepareRun() throws -> (address: SocketAddress, fileLimit: UInt64?) {
         Signal.ignore(SIGPIPE)
         let fileLimit = OpenFileLimit.raise()
+        if let token = token ?? ProcessInfo.processInfo.environment["OUTATIME_TOKEN"].flatMap({ $0.isEmpty ? nil : $0 }) {
+            let text = String(decoding: (try? JSONEncoder().encode(token)) ?? Data(), as: UTF8.self)
+            LoadConnection.tokenMember = #","token":"# + text
+        }
         if tls || ca != nil || cert != nil {
             do {
                 LoadConnection.tls = (try TLSContext.client(caFile: ca, certificateFile: cert, privateKeyFile: key), host)

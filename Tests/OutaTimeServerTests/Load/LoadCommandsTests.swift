@@ -1,5 +1,6 @@
 import OutaTimeTestSupport
 import Foundation
+import OutaTimeServer
 import Testing
 
 /// `outatime-load commands`, a short bounded run against a real in-process
@@ -23,6 +24,23 @@ struct LoadHarnessCommandsTests {
             #expect((result["store_largest_batch"] as? Int ?? 0) >= 1)
             let latency = try #require(result["latency"] as? [String: Any])
             #expect((latency["max_us"] as? Int ?? 0) >= (latency["p50_us"] as? Int ?? 1))
+        }
+    }
+
+    @Test("--token: against a server with a tokens file the commands run; without the token every hello is refused")
+    func token() throws {
+        let tokens = [AccessToken(token: "load-secret-88", name: "Loader", role: .operate)]
+        try withTestServer({ $0.tokens = tokens }) { server in
+            let run = try LoadHarnessTests.load(["commands", "--clients", "2", "--commands", "40", "--duration", "20",
+                                                 "--json", "--token", "load-secret-88"], port: server.port)
+            #expect(run.status == 0, "stderr: \(run.stderr)\nstdout: \(run.stdout)")
+            let result = try LoadHarnessTests.json(run)
+            #expect(result["acknowledged"] as? Int == 40 && result["errors"] as? Int == 0, "\(result)")
+            let refused = try LoadHarnessTests.load(["commands", "--clients", "2", "--commands", "40", "--duration", "20"],
+                                                    port: server.port)
+            #expect(refused.status != 0)
+            #expect(refused.stderr.contains("unauthorized") || refused.stdout.contains("unauthorized"),
+                    "stderr: \(refused.stderr)\nstdout: \(refused.stdout)")
         }
     }
 

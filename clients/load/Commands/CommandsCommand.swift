@@ -44,9 +44,11 @@ struct CommandsCommand: ParsableCommand {
 
           outatime-load commands --clients 1 --pipeline 100 --duration 10
 
-        The same on a list that already holds 10,000 timers:
+        The same on a list that already holds 10,000 timers, against a server started with \
+        --max-channel-items 12452 (its largest value: the default, 10,000, refuses every add past \
+        the preload with channel_full):
 
-          outatime-load commands --workload timer-add --preload 10000 --clients 1 --pipeline 100 --duration 10
+          outatime-load commands --workload timer-add --preload 10000 --clients 1 --pipeline 100 --commands 2400
         """
     )
 

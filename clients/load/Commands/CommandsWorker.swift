@@ -93,7 +93,7 @@ final class CommandsWorker {
         connection.onFailure = { [unowned self] reason in self.tally.recordError("client \(client.channel): \(reason)") }
         connection.onFrame = { [unowned self, unowned client] body in self.received(body, by: client) }
         connection.open(plan.address) { [unowned self] in
-            connection.send(#"{"type":"hello","id":1,"protocol":1,"client":"outatime-load/0.1","name":"load-cmd-\#(self.plan.index)-\#(number)"}"#)
+            connection.send(LoadConnection.hello(name: "load-cmd-\(self.plan.index)-\(number)"))
         }
     }
 

@@ -114,7 +114,7 @@ final class ConnectionsWorker {
             }
         }
         connection.open(plan.address) {
-            connection.enqueue(body: Array(#"{"type":"hello","id":1,"protocol":1,"client":"outatime-load/0.1","name":"load-conn-\#(number)"}"#.utf8))
+            connection.enqueue(body: Array(LoadConnection.hello(name: "load-conn-\(number)").utf8))
             connection.send(#"{"type":"subscribe","id":2,"channel":"\#(channel)"}"#)
         }
     }

@@ -81,9 +81,6 @@ final class FanoutWorker {
         return inbox.sender
     }
 
-    private func hello(_ name: String) -> String {
-        #"{"type":"hello","id":1,"protocol":1,"client":"outatime-load/0.1","name":"\#(name)"}"#
-    }
 
     private func openSubscriber(_ number: Int) {
         let connection = LoadConnection(loop: loop)
@@ -92,7 +89,7 @@ final class FanoutWorker {
         connection.onFailure = { [unowned self] reason in self.tally.recordError("subscriber: \(reason)") }
         connection.onFrame = { [unowned self, unowned subscriber] body in self.received(body, by: subscriber) }
         connection.open(plan.address) { [unowned self] in
-            connection.enqueue(body: Array(self.hello("load-sub-\(self.plan.index)-\(number)").utf8))
+            connection.enqueue(body: Array(LoadConnection.hello(name: "load-sub-\(self.plan.index)-\(number)").utf8))
             connection.send(#"{"type":"subscribe","id":2,"channel":"\#(self.plan.channel)"}"#)
         }
     }
@@ -114,7 +111,7 @@ final class FanoutWorker {
                 break
             }
         }
-        connection.open(plan.address) { [unowned self] in connection.send(self.hello("load-publisher")) }
+        connection.open(plan.address) { [unowned self] in connection.send(LoadConnection.hello(name: "load-publisher")) }
     }
 
     private func received(_ body: UnsafeRawBufferPointer, by subscriber: Subscriber) {

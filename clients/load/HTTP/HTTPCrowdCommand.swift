@@ -25,7 +25,8 @@ struct HTTPCrowdCommand: ParsableCommand {
         answered with which status, or unanswered at the end. The server holds at most 256 HTTP \
         connections and leaves newer ones in the kernel's queue until one closes; a connection that \
         sends nothing is handed to it only after 5 s. Exit status 1 when a ping failed or none was \
-        timed in a phase. \
+        timed in a phase. The run lasts --rounds × 2 × --phase-seconds: --duration and \
+        --stall-timeout do not apply here. \
         Needs `ulimit -n` above --idle + 64.
         """
     )

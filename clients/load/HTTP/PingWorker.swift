@@ -61,7 +61,7 @@ final class PingWorker {
         connection.onFailure = { [unowned self] reason in self.tally.recordError("pinger: \(reason)") }
         connection.onFrame = { [unowned self] body in self.received(ServerFrame.classify(body)) }
         connection.open(address) { [unowned self] in
-            self.connection.send(#"{"type":"hello","id":1,"protocol":1,"client":"outatime-load/0.1","name":"load-pinger"}"#)
+            self.connection.send(LoadConnection.hello(name: "load-pinger"))
         }
         return inbox.sender
     }

@@ -30,7 +30,7 @@ enum StatsProbe {
         }
         timer.start(timeoutMs: timeoutMs) { finish(.failure(.unreachable("stats: no reply within \(timeoutMs) ms"))) }
         connection.open(address) {
-            connection.enqueue(body: Array(#"{"type":"hello","id":1,"protocol":1,"client":"outatime-load/0.1","name":"load-stats"}"#.utf8))
+            connection.enqueue(body: Array(LoadConnection.hello(name: "load-stats").utf8))
             connection.send(#"{"type":"stats","id":2}"#)
         }
         loop.run()

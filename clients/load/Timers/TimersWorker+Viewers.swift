@@ -13,7 +13,7 @@ extension TimersWorker {
             self.viewerReceived(body, viewer)
         }
         connection.open(plan.address) { [unowned self] in
-            self.send(.hello, self.hello("load-viewer-\(list)"), on: viewer)
+            self.send(.hello, LoadConnection.hello(name: "load-viewer-\(list)"), on: viewer)
             self.send(.subscribe, #"{"type":"subscribe","id":\#(viewer.nextRequestID),"channel":"\#(viewer.channel)"}"#, on: viewer)
             connection.flush()
         }

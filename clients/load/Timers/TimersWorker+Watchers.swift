@@ -12,7 +12,7 @@ extension TimersWorker {
         handshake(connection, name: "watcher \(number) of list \(list)") { [unowned self, unowned watcher] body in
             self.watcherReceived(body, watcher)
         }
-        connection.open(plan.address) { [unowned self] in connection.send(self.hello("load-watch-\(list)-\(number)")) }
+        connection.open(plan.address) { [unowned self] in connection.send(LoadConnection.hello(name: "load-watch-\(list)-\(number)")) }
     }
 
     func subscribe(_ watcher: Watcher) {

@@ -116,9 +116,6 @@ final class TimersWorker {
         return inbox.sender
     }
 
-    func hello(_ name: String) -> String {
-        #"{"type":"hello","id":1,"protocol":1,"client":"outatime-load/0.1","name":"\#(name)"}"#
-    }
 
     private static let heartbeatKey = Array(#""heartbeat_ms":"#.utf8)
 

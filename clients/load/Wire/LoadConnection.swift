@@ -9,6 +9,16 @@ final class LoadConnection {
     /// TLS for every connection of the run (`--tls`): set once by
     /// ``LoadOptions/prepareRun()`` before any loop starts, then only read.
     nonisolated(unsafe) static var tls: (context: TLSContext, host: String)?
+    /// The `token` member every `hello` of the run carries (`--token`),
+    /// written as JSON (`,"token":"…"`), or empty: set once by
+    /// ``LoadOptions/prepareRun()`` before any loop starts, then only read.
+    nonisolated(unsafe) static var tokenMember = ""
+
+    /// The body of a `hello` (id 1) for a connection named `name` (a name
+    /// the harness makes: no character JSON would escape).
+    static func hello(name: String) -> String {
+        #"{"type":"hello","id":1,"protocol":1,"client":"outatime-load/0.1","name":"\#(name)"\#(tokenMember)}"#
+    }
 
     private var stream: SocketStream
     /// Server frames may be up to 16 MiB (PROTOCOL.md §1).
