@@ -37,6 +37,17 @@ extension Request {
         return text
     }
 
+    /// An optional string field that must be one of `choices`; the error,
+    /// for a string outside them or a value of another type, names them all.
+    public func optionalChoice(_ key: String, among choices: [String]) throws(ProtocolError) -> String? {
+        guard let value = present(key) else { return nil }
+        guard case .string(let text) = value, choices.contains(text) else {
+            throw ProtocolError(.invalidRequest,
+                "field '\(key)' must be one of \(choices.joined(separator: ", ")), got \(value.errorDescription)")
+        }
+        return text
+    }
+
     /// A required integer field within `range`.
     public func int(_ key: String, in range: ClosedRange<Int64>) throws(ProtocolError) -> Int64 {
         guard let number = try optionalInt(key, in: range) else {

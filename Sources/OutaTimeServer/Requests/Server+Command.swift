@@ -21,7 +21,7 @@ extension Server {
         }
         if kind.viewerActions.contains(action), !subscriptions.isSubscribed(session, to: name.description) {
             throw ProtocolError(.notSubscribed,
-                "'\(action)' makes this connection a viewer on '\(name)': subscribe to '\(name)' first")
+                "'\(action)' works on this connection's views of '\(name)', which needs a subscription: subscribe to '\(name)' first")
         }
         let channel = try openChannel(name)
         guard channel.pipeline.isDurable else { return .retry(channel) }

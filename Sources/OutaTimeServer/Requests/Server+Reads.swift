@@ -17,7 +17,7 @@ extension Server {
         if !subscriptions.isSubscribed(session, to: key),
            session.subscribed.count >= config.maxSubscriptionsPerSession {
             throw ProtocolError(.tooManySubscriptions,
-                "this connection already has \(config.maxSubscriptionsPerSession) subscriptions (the limit); unsubscribe from one first")
+                "cannot subscribe to '\(key)': this connection already has \(config.maxSubscriptionsPerSession) subscriptions (the limit); unsubscribe from one first")
         }
         let channel = try openChannel(name)
         guard channel.pipeline.isSettled else { return .retry(channel) }

@@ -16,15 +16,11 @@ extension Server {
     /// Prometheus view without an HTTP listener and without a renderer of
     /// its own. Both cost the same loop work as one scrape.
     func stats(_ request: Request, on session: Session) throws(ProtocolError) -> Handled {
-        switch try request.optionalString("format", maxLength: 16) ?? "json" {
-        case "json":
-            session.reply(request.id, statsResult(slowestIn: session.scope))
-        case "prometheus":
+        if try request.optionalChoice("format", among: Self.statsFormats) == "prometheus" {
             recordsMetrics = true
             session.reply(request.id, PrometheusStatsResult(text: metricsText()))
-        case let other:
-            throw ProtocolError(.invalidRequest,
-                "field 'format' must be one of \(Self.statsFormats.joined(separator: ", ")), got '\(other)'")
+        } else {
+            session.reply(request.id, statsResult(slowestIn: session.scope))
         }
         return .replied
     }
