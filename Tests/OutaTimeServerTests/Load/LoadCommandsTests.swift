@@ -99,14 +99,29 @@ struct LoadHarnessCommandsTests {
         #expect(run.stderr.contains("--pipeline must be 1…10000, got \(value)"), "stderr: \(run.stderr)")
     }
 
-    @Test("commands: a duration-bounded run prints the table")
+    @Test("commands: a duration-bounded run prints the table and leaves no stopwatch running")
     func commandsTable() throws {
         try withTestServer { server in
-            let run = try LoadHarnessTests.load(["commands", "--clients", "4", "--duration", "2"], port: server.port)
+            let run = try LoadHarnessTests.load(["commands", "--clients", "4", "--pipeline", "3", "--duration", "2"],
+                                                port: server.port)
             #expect(run.status == 0, "stderr: \(run.stderr)\nstdout: \(run.stdout)")
             for label in ["commands/s", "latency p99", "latency p99.9", "latency max", "errors", "events per batch",
-                          "largest batch", "in flight per client", "harness CPU", "one command in flight each"] {
-                #expect(run.stdout.contains(label))
+                          "largest batch", "in flight per client", "harness CPU", "commands in flight each"] {
+                #expect(run.stdout.contains(label), "\(label)")
+            }
+            // Stopped in mid-cycle, a stopwatch would tick on the server for ever.
+            let client = try server.connectReady(name: "checker")
+            let channels = try #require(try client.call("list", ["kind": "laps"])[objects: "channels"])
+            #expect(channels.count == 4)
+            for channel in channels {
+                let name = try #require(channel["channel"] as? String)
+                var status = ""
+                for _ in 0..<100 {  // the harness's last stop may still be committing
+                    status = try client.call("get", ["channel": name])[object: "state"]?["status"] as? String ?? ""
+                    if status != "running" { break }
+                    usleep(20_000)
+                }
+                #expect(status != "running", "\(name) is still running")
             }
         }
     }

@@ -127,11 +127,12 @@ struct CommandsCommand: ParsableCommand {
                 tallies[0].recordError("\(error)")
             }
         }
-        directory.broadcast(.finish)
-        if !threads.join(within: 10) { tallies[0].recordError("workers did not stop within 10 s") }
+        // Read before the workers' closing stops (CommandsWorker.close), which are not the run's.
         if !before.isEmpty {
             do { after = try StatsProbe.read(address) } catch { tallies[0].recordError("\(error)") }
         }
+        directory.broadcast(.finish)
+        if !threads.join(within: 10) { tallies[0].recordError("workers did not stop within 10 s") }
 
         let latency = WorkerTally.mergedLatency(tallies)
         let sent = tallies.reduce(0) { $0 + $1.sent.load(ordering: .relaxed) }

@@ -53,6 +53,9 @@ final class CommandsWorker {
         /// Commands sent and not answered yet, oldest first; tagged true for a preload command.
         var window: RequestWindow<Bool>
         var nextId = 2
+        /// The run is over and its uncounted `stop` is on the way: the
+        /// next reply closes the connection.
+        var stopping = false
         init(connection: LoadConnection, channel: String, pipeline: Int) {
             self.connection = connection
             self.channel = channel
@@ -109,6 +112,8 @@ final class CommandsWorker {
             }
         case .reply(id: 1?, let error?) where !client.greeted:
             tally.recordError("\(client.channel): hello refused: \(error)")
+        case .reply(_?, _) where client.stopping:
+            client.connection.close()
         case .reply(let id?, let error):
             guard let command = client.window.removeOldest(answeredBy: id) else {
                 tally.recordError("\(client.channel): \(client.window.mismatch(id))")
@@ -196,9 +201,33 @@ final class CommandsWorker {
             break
         case .finish:
             tally.storeLatency(latency)
-            for client in clients { client.connection.close() }
-            heartbeat.close()
             inbox?.close()
+            var stopping = false
+            for client in clients { stopping = close(client) || stopping }
+            guard stopping else { return heartbeat.close() }
+            // A server that does not answer the stops within 2 s is left to
+            // its idle timeout.
+            heartbeat.start(timeoutMs: 2_000) { [unowned self] in
+                for client in clients { client.connection.close() }
+                heartbeat.close()
+            }
         }
+    }
+
+    /// Closes `client` at the end of the run. A lap stopwatch left running
+    /// (the client's last command a `start` or a `lap`, all answered) is
+    /// first stopped, uncounted, so that no stopwatch of the run goes on
+    /// ticking on the server; true when that `stop` was sent (its reply
+    /// closes the connection).
+    private func close(_ client: Client) -> Bool {
+        let running = (1...3).contains(client.step % CommandsWorkload.cycle.count)
+        guard plan.workload == .laps, client.ready, running, client.window.isEmpty, !client.connection.isClosed else {
+            client.connection.close()
+            return false
+        }
+        client.stopping = true
+        client.connection.onFailure = nil  // the run's figures are taken
+        client.connection.send(#"{"type":"command","id":\#(client.nextId),"channel":"\#(client.channel)","action":"stop"}"#)
+        return true
     }
 }
