@@ -69,11 +69,17 @@ final class Server {
     /// (``reportCommits()``: a large group is handled over several loop
     /// iterations).
     var reportBacklog: Deque<StoreCommit> = []
-    /// Continues ``reportBacklog`` at the next loop iteration.
-    var reportTimer: UV.Timer!
+    /// Work put off to the next loop iteration because its time budget was
+    /// spent (``takeNextTurn()``): commit reports, HTTP heads.
+    var nextTurn: NextTurn!
     /// Nanoseconds ``reportCommits()`` ran in this loop iteration (the
     /// inbox may bring several reports in one).
     var reportTimeThisIteration: UInt64 = 0
+    /// Loop iterations begun (counted in the flusher's prepare callback):
+    /// what was computed in this one may be reused in it (``metricsText()``).
+    var iteration: UInt64 = 0
+    /// The last `/metrics` text and the iteration it was rendered in.
+    var renderedMetrics: (iteration: UInt64, text: String)?
     var pendingReads: [UInt64: (Result<[HistoryEvent], StoreFailure>) -> Void] = [:]
     /// The thread running the loop: every entry point asserts it.
     private let loopThread = pthread_self()
@@ -96,6 +102,9 @@ final class Server {
     /// connection waiting: libuv watches it again once that one is accepted.
     var httpAcceptPaused = false
     var nextHTTPSerial = 0
+    /// HTTP connections whose next heads wait for the next loop iteration
+    /// (``Server/answerHTTP(_:)``).
+    var httpTurns: [HTTPConnection] = []
     /// The store's last write failed (its message), until one succeeds:
     /// `/healthz` answers 503 meanwhile.
     var storeFailure: String?
@@ -238,12 +247,13 @@ final class Server {
         flusher = Prepare(loop: loop)
         flusher.start { [unowned self] in
             self.reportTimeThisIteration = 0
+            self.iteration &+= 1
             self.submitOpenBatches()
             self.flushSoon()
         }
         flushTimer = try PreciseTimer(loop: loop)
         presenceTimer = UV.Timer(loop: loop)
-        reportTimer = UV.Timer(loop: loop)
+        nextTurn = NextTurn(loop: loop) { [unowned self] in takeNextTurn() }
         sweeper = UV.Timer(loop: loop)
         let interval = UInt64(max(10, min(1000, config.heartbeatMs / 4)))
         sweeper.start(timeoutMs: interval, repeatMs: interval) { [unowned self] in self.sweep() }
@@ -414,6 +424,17 @@ final class Server {
         flushSoon()
     }
 
+    /// The next loop iteration's turn for work put off when a budget was
+    /// spent: the rest of the commit reports (with the iteration's report
+    /// time begun afresh), then the HTTP connections' waiting heads.
+    private func takeNextTurn() {
+        if !reportBacklog.isEmpty {
+            reportTimeThisIteration = 0
+            actOnReports()
+        }
+        if !httpTurns.isEmpty { takeHTTPTurns() }
+    }
+
     func handle(_ message: ServerMessage) {
         assertOnLoopThread()
         switch message {
@@ -464,7 +485,8 @@ final class Server {
         flusher?.close()
         flushTimer?.close()
         presenceTimer?.close()
-        reportTimer?.close()
+        nextTurn?.close()
+        httpTurns = []
         sweeper?.close()
         aliveTimer?.close()
         scheduler?.close()

@@ -25,6 +25,10 @@ enum Trampolines {
         Prepare.from(raw!.pointee.data).fire()
     }
 
+    static let onIdle: uv_idle_cb = { raw in
+        NextTurn.from(raw!.pointee.data).fire()
+    }
+
     static let onCheck: uv_check_cb = { raw in
         ReadBudget.from(raw!.pointee.data).fire()
     }

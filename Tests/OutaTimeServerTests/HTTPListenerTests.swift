@@ -123,6 +123,39 @@ struct HTTPListenerTests {
         }
     }
 
+    @Test("pipelined heads are answered only while the answers are read; a client that never reads is closed at the hello timeout")
+    func pipelinedHeadsWaitForReading() throws {
+        try withTestServer({ config in
+            Self.configure(&config)
+            config.helloTimeoutMs = 1_000
+        }) { server in
+            let watcher = try server.connectReady(name: "watcher")
+            func http() throws -> [String: Any] { try #require(try watcher.call("stats")[object: "http"]) }
+            // 3,000 scrapes of about 8 KB each in one write, never read: 24 MB
+            // of answers, which the server queued whole before.
+            let greedy = try TestClient(port: server.httpPort)
+            try greedy.sendRaw(Array(String(repeating: "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", count: 3_000).utf8))
+            var stats = try http()
+            for _ in 0..<50 where stats[int: "requests"] == 0 {
+                usleep(20_000)
+                stats = try http()
+            }
+            usleep(300_000)  // time to answer every head, had it gone on
+            stats = try http()
+            let answered = stats[int: "requests"] ?? -1
+            #expect(answered > 0 && answered < 2_000, "answered \(answered) of 3,000 heads nobody reads")
+            #expect(stats[int: "open"] == 1)
+            // Its answers unread for the hello timeout, it is closed, not kept.
+            for _ in 0..<300 where stats[int: "open"] != 0 {
+                usleep(20_000)
+                stats = try http()
+            }
+            #expect(stats[int: "open"] == 0, "still open: \(stats)")
+            #expect((stats[int: "timeouts"] ?? 0) >= 1)
+            #expect(try watcher.request("ping").isOK)
+        }
+    }
+
     @Test("a head that does not arrive within the hello timeout gets 408 and a close")
     func slowHead() throws {
         try withTestServer({ config in

@@ -21,6 +21,41 @@ import CLibUV
         try loop.close()
     }
 
+    @Test("a turn asked for from its own callback runs in the next iteration, once however often asked; a zero timer re-armed from its callback does not wait (libuv < 1.48)")
+    func nextTurnYieldsEachIteration() throws {
+        let loop = try Loop()
+        var turns = 0
+        var turn: NextTurn!
+        turn = NextTurn(loop: loop) {
+            turns += 1
+            if turns < 5 {
+                turn.request()
+                turn.request()  // asked twice: still one turn
+            }
+        }
+        turn.request()
+        turn.request()
+        #expect(turn.isRequested)
+        for iteration in 1...5 {
+            loop.runNoWait()
+            #expect(turns == iteration, "one turn per iteration, at iteration \(iteration)")
+        }
+        loop.runNoWait()
+        #expect(turns == 5 && !turn.isRequested)
+        // Why it exists: the same with a zero timer runs all five in one iteration here.
+        let timer = Timer(loop: loop)
+        var fired = 0
+        func again() { timer.start(timeoutMs: 0) { fired += 1; if fired < 5 { again() } } }
+        again()
+        loop.runNoWait()
+        if uv_version() < 0x01_30_00 { #expect(fired == 5, "libuv \(String(cString: uv_version_string()))") }
+        timer.close()
+        turn.close()
+        loop.run()
+        #expect(loop.openHandleCount == 0)
+        try loop.close()
+    }
+
     @Test func unclosedHandleMakesLoopCloseFail() throws {
         let loop = try Loop()
         let timer = Timer(loop: loop)

@@ -5,7 +5,9 @@ import UV
 /// (``HTTPHeadParser``), one response per head, in order. Requests have no
 /// body; a connection keeps alive as HTTP/1.1 says, and is closed after a
 /// refused head, at the hello timeout without a complete head, and when
-/// the server stops.
+/// the server stops. The server takes its heads one at a time
+/// (``nextHead()``), so that pipelined heads wait while their answers are
+/// not read (``Server/answerHTTP(_:)``).
 final class HTTPConnection {
     let serial: Int
     let stream: TCPStream
@@ -16,6 +18,12 @@ final class HTTPConnection {
     private(set) var waitingSince: UInt64
     /// True once the connection is being closed: nothing more is read.
     private(set) var isClosing = false
+    /// Loop time by which a connection closing after its last write is
+    /// closed anyway (its peer does not read what is left).
+    private(set) var closeDeadline: UInt64?
+    /// Its complete heads wait for the next loop iteration (the
+    /// per-iteration share of ``Server/answerHTTP(_:)``).
+    var waitsForTurn = false
 
     init(serial: Int, stream: TCPStream, now: UInt64) {
         self.serial = serial
@@ -23,25 +31,22 @@ final class HTTPConnection {
         waitingSince = now
     }
 
-    /// Takes `bytes` and returns the heads now complete, in order, and a
-    /// refusal if the next head is refused (nothing after it is read).
-    func receive(_ bytes: UnsafeRawBufferPointer) -> (heads: [HTTPRequestHead], refusal: HTTPHeadError?) {
-        guard !isClosing else { return ([], nil) }
+    /// Keeps `bytes` for ``nextHead()``.
+    func receive(_ bytes: UnsafeRawBufferPointer) {
+        guard !isClosing else { return }
         buffer.append(contentsOf: bytes)
-        var heads: [HTTPRequestHead] = []
-        while true {
-            switch buffer.withUnsafeBytes({ parser.parse($0) }) {
-            case .needMore:
-                return (heads, nil)
-            case .head(let head, let length):
-                heads.append(head)
-                buffer.removeFirst(length)
-                parser.reset()
-                if !head.keepsAlive { return (heads, nil) }
-            case .refused(let error):
-                return (heads, error)
-            }
+    }
+
+    /// The next complete head (consumed), `needMore` when none is complete
+    /// yet, or the refusal of the next head (nothing after it is read).
+    func nextHead() -> HTTPHeadParser.Outcome {
+        guard !isClosing else { return .needMore }
+        let outcome = buffer.withUnsafeBytes { parser.parse($0) }
+        if case .head(_, let length) = outcome {
+            buffer.removeFirst(length)
+            parser.reset()
         }
+        return outcome
     }
 
     /// A response was written; the next head's wait starts now.
@@ -58,10 +63,12 @@ final class HTTPConnection {
         stream.flush()
     }
 
-    /// Stops reading; closes once what is queued is written.
-    func closeAfterWriting(_ onClosed: @escaping () -> Void) {
+    /// Stops reading; closes once what is queued is written, or at
+    /// `deadline` (``Server/sweepHTTP(now:)``) if it is not read by then.
+    func closeAfterWriting(deadline: UInt64, _ onClosed: @escaping () -> Void) {
         guard !isClosing else { return }
         isClosing = true
+        closeDeadline = deadline
         stream.stopReading()
         stream.shutdown { [stream] _ in stream.close(onClosed) }
     }

@@ -68,26 +68,91 @@ extension Server {
     }
 
     private func receivedHTTP(_ bytes: UnsafeRawBufferPointer, on connection: HTTPConnection) {
-        let (heads, refusal) = connection.receive(bytes)
-        for head in heads {
-            counters.httpRequests += 1
-            let response = route(head)
-            let keepAlive = head.keepsAlive && refusal == nil && phase.acceptsHTTP
-            connection.send(response.bytes(keepAlive: keepAlive, headOnly: head.method == .head))
-            connection.answered(at: loop.now)
-            if !keepAlive {
-                closeHTTP(connection)
+        connection.receive(bytes)
+        answerHTTP(connection)
+    }
+
+    /// Answers the connection's complete heads in order. Pipelined heads
+    /// are answered only while the answers are read: past
+    /// ``httpOutputLimit`` bytes unsent it stops reading and goes on when
+    /// they are written (the kernel buffers the rest, then the client
+    /// waits), so a client that asks and never reads costs a bounded
+    /// amount of memory. And at most ``httpHeadsPerTurn`` heads are
+    /// answered per loop iteration, the rest in the next ones, so that a
+    /// pipelined crowd takes its turn beside the protocol's connections
+    /// instead of before them (docs/BENCHMARKS.md).
+    func answerHTTP(_ connection: HTTPConnection) {
+        var answered = 0
+        while !connection.isClosing {
+            if connection.stream.bufferedByteCount >= Self.httpOutputLimit {
+                connection.stream.stopReading()
+                connection.stream.onDrained = { [unowned self, unowned connection] in
+                    connection.stream.onDrained = nil
+                    waitForTurn(connection)  // a write completed: a turn, within the budget
+                }
                 return
             }
+            if answered == Self.httpHeadsPerTurn {
+                connection.stream.stopReading()
+                waitForTurn(connection)
+                return
+            }
+            switch connection.nextHead() {
+            case .needMore:
+                try? connection.stream.resumeReading()
+                return
+            case .head(let head, _):
+                counters.httpRequests += 1
+                answered += 1
+                let keepAlive = head.keepsAlive && phase.acceptsHTTP
+                connection.send(route(head).bytes(keepAlive: keepAlive, headOnly: head.method == .head))
+                connection.answered(at: loop.now)
+                if !keepAlive { return closeHTTP(connection) }
+            case .refused(let refusal):
+                counters.httpRefusedHeads += 1
+                logger.debug("http request refused", metadata: ["status": "\(refusal.status.rawValue)", "reason": "\(refusal.reason)"])
+                var response = HTTPResponse(status: refusal.status, body: refusal.reason + "\n")
+                if refusal.status == .methodNotAllowed { response.extraFields.append(("Allow", "GET, HEAD")) }
+                connection.send(response.bytes(keepAlive: false, headOnly: false))
+                return closeHTTP(connection)
+            }
         }
-        if let refusal {
-            counters.httpRefusedHeads += 1
-            logger.debug("http request refused", metadata: ["status": "\(refusal.status.rawValue)", "reason": "\(refusal.reason)"])
-            var response = HTTPResponse(status: refusal.status, body: refusal.reason + "\n")
-            if refusal.status == .methodNotAllowed { response.extraFields.append(("Allow", "GET, HEAD")) }
-            connection.send(response.bytes(keepAlive: false, headOnly: false))
-            closeHTTP(connection)
+    }
+
+    /// Unsent answer bytes past which a connection's further heads wait.
+    static let httpOutputLimit = 64 * 1024
+
+    /// Heads one connection has answered per loop iteration.
+    static let httpHeadsPerTurn = 4
+
+    /// Answers `connection`'s next heads in the next loop iteration.
+    private func waitForTurn(_ connection: HTTPConnection) {
+        guard !connection.waitsForTurn else { return }
+        connection.waitsForTurn = true
+        httpTurns.append(connection)
+        nextTurn.request()
+    }
+
+    /// One turn for each connection that waited for it, in order, until
+    /// the read budget's time (``ServerConfig/readBudgetMicroseconds``) is
+    /// spent: the others keep their place for the next iteration, and
+    /// connections that wait again go after them.
+    func takeHTTPTurns() {
+        let started = Loop.hrtime
+        let limit = UInt64(config.readBudgetMicroseconds) * 1_000
+        var turns = httpTurns
+        httpTurns = []
+        var taken = 0
+        for connection in turns {
+            if limit > 0, taken > 0, Loop.hrtime &- started >= limit { break }
+            taken += 1
+            connection.waitsForTurn = false
+            answerHTTP(connection)
         }
+        turns.removeFirst(taken)
+        guard !turns.isEmpty else { return }
+        httpTurns = turns + httpTurns
+        nextTurn.request()
     }
 
     /// The response to a head: the routes.
@@ -111,21 +176,35 @@ extension Server {
     }
 
     /// A connection without a complete head for the hello timeout is
-    /// closed (`408` if part of a head came).
+    /// closed (`408` if part of a head came), and so is one whose answers
+    /// were not read in that time (no `408`: it does not read); a closing
+    /// connection whose last answer is not read within the linger time is
+    /// closed at once.
     func sweepHTTP(now: UInt64) {
         let timeout = UInt64(config.helloTimeoutMs)
-        for connection in Array(httpConnections.values) where !connection.isClosing && now - connection.waitingSince >= timeout {
+        for connection in Array(httpConnections.values) {
+            if let deadline = connection.closeDeadline {
+                if now >= deadline { dropHTTP(connection) }
+                continue
+            }
+            guard now - connection.waitingSince >= timeout else { continue }
+            counters.httpTimeouts += 1
+            if !connection.stream.isDrained {
+                dropHTTP(connection)
+                continue
+            }
             if connection.hasPartialHead {
                 let response = HTTPResponse(status: .requestTimeout, body: "the request head did not arrive in time\n")
                 connection.send(response.bytes(keepAlive: false, headOnly: false))
             }
-            counters.httpTimeouts += 1
             closeHTTP(connection)
         }
     }
 
     private func closeHTTP(_ connection: HTTPConnection) {
-        connection.closeAfterWriting { [unowned self] in self.httpConnectionClosed(connection) }
+        connection.closeAfterWriting(deadline: loop.now + UInt64(config.lingerMs)) { [unowned self] in
+            self.httpConnectionClosed(connection)
+        }
     }
 
     private func dropHTTP(_ connection: HTTPConnection) {
@@ -135,6 +214,7 @@ extension Server {
     /// A slot is free: the connection waiting at the cap, if any, is taken.
     private func httpConnectionClosed(_ connection: HTTPConnection) {
         httpConnections[connection.serial] = nil
+        connection.stream.onDrained = nil
         guard httpAcceptPaused, let listener = httpListener else { return }
         httpAcceptPaused = false
         acceptHTTP(nil, from: listener)

@@ -26,7 +26,20 @@ extension Server {
     }
 
     /// One rendering of the metrics (`GET /metrics`, `stats` `prometheus`).
+    ///
+    /// Rendered once per loop iteration: a crowd's scrapes (pipelined on
+    /// HTTP, or `stats` `prometheus` requests) that arrive together get the
+    /// same text instead of costing a rendering each (docs/BENCHMARKS.md).
+    /// A request sent after an earlier one was answered comes in a later
+    /// iteration, so it always sees what happened before it.
     func metricsText() -> String {
+        if let rendered = renderedMetrics, rendered.iteration == iteration { return rendered.text }
+        let text = renderMetrics()
+        renderedMetrics = (iteration, text)
+        return text
+    }
+
+    private func renderMetrics() -> String {
         var byKind: [String: Int] = [:]
         for kind in ChannelKind.allCases { byKind[kind.rawValue] = 0 }
         for channel in channels.values where channel.pipeline.isDurable {

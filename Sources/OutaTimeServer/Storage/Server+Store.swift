@@ -49,7 +49,7 @@ extension Server {
             report(commit)
             if limit > 0, !reportBacklog.isEmpty, reportTimeThisIteration &+ (Loop.hrtime &- started) >= limit {
                 counters.reportsDeferred += 1
-                reportTimer.start(timeoutMs: 0) { [unowned self] in self.actOnReports() }
+                nextTurn.request()
                 break
             }
         }
