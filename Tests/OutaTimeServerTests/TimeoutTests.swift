@@ -55,6 +55,23 @@ struct TimeoutTests {
         }
     }
 
+    @Test("bytes of a frame that never ends are not activity: trickled a byte every 100 ms, it is timed out")
+    func trickledFrameTimesOut() throws {
+        try withTestServer({ $0.heartbeatMs = 200 }) { server in
+            let client = try server.connectReady()
+            try client.sendRaw([0, 0, 0, 100])  // a 100-byte frame, then a byte at a time
+            var sent = 0
+            var bye: [String: Any]?
+            while bye == nil, sent < 40 {
+                try client.sendRaw([UInt8(ascii: " ")])
+                sent += 1
+                bye = try? client.readFrame(timeout: 0.1)  // nothing else is sent to it
+            }
+            #expect(bye?["reason"] as? String == "idle_timeout", "after \(sent) bytes: \(bye.map { describe([$0]) } ?? "none")")
+            #expect(sent < 30, "kept open for \(sent) bytes of one frame")
+        }
+    }
+
     @Test("a subscribed but silent client is also timed out, and its watchers told")
     func idleSubscriberLeaves() throws {
         try withTestServer({ $0.heartbeatMs = 200 }) { server in

@@ -11,10 +11,12 @@ extension Server {
         assertOnLoopThread()
         guard session.state.isOpen else { return }  // closing: discard
         counters.bytesIn += bytes.count
-        session.lastActivity = loop.now
         do {
             try session.decoder.feed(bytes) { body in
                 guard session.state.isOpen else { return }
+                // A complete frame is activity; bytes of one that never
+                // ends are not (one a second would keep a connection for ever).
+                session.lastActivity = self.loop.now
                 if session.requests.isWaiting {
                     session.requests.hold(body)
                 } else {
