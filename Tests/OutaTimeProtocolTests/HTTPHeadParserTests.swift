@@ -93,6 +93,11 @@ struct HTTPHeadParserTests {
         #expect(Self.status("GE") == nil)
         #expect(Self.status("\r") == nil)
         #expect(Self.status("\r\n") == nil)
+        // A line ended by LF alone: that head can never end in CRLF CRLF.
+        #expect(Self.status("GET /healthz HTTP/1.1\nHost: x\n\n") == 400)
+        #expect(Self.status("GET /healthz HTTP/1.1\n") == 400)
+        #expect(Self.status("GET /healthz HTTP/1.1\r\nHost: x\n") == 400)
+        #expect(Self.status("GET /healthz HTTP/1.1\r\nHost: x\r") == nil)
     }
 
     @Test("a head sent a byte at a time is read once complete, searched in O(length)")

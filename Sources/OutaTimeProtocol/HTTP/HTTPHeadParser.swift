@@ -57,6 +57,8 @@ public struct HTTPHeadParser: Sendable {
     public let limits: Limits
     /// Bytes already searched for the end of the head.
     private var searched = 0
+    /// How far ``findBareLineFeed(_:from:)`` has looked.
+    private var bareLFSearched = 0
 
     public init(limits: Limits = Limits()) {
         self.limits = limits
@@ -72,9 +74,11 @@ public struct HTTPHeadParser: Sendable {
                     "the request head is over \(limits.maxHeadBytes) bytes"))
             }
             if let error = Self.checkPartialRequestLine(input, from: start) { return .refused(error) }
+            if let error = findBareLineFeed(input, from: start) { return .refused(error) }
             return .needMore
         }
         searched = 0
+        bareLFSearched = 0
         guard end <= limits.maxHeadBytes else {
             return .refused(HTTPHeadError(.requestHeaderFieldsTooLarge,
                 "the request head is \(end) bytes, over \(limits.maxHeadBytes)"))
@@ -90,6 +94,7 @@ public struct HTTPHeadParser: Sendable {
     /// the bytes away).
     public mutating func reset() {
         searched = 0
+        bareLFSearched = 0
     }
 
     // MARK: Finding the head
@@ -119,6 +124,23 @@ public struct HTTPHeadParser: Sendable {
         searched = max(searched, index)
         return nil
     }
+
+    /// A line that ends in LF without CR, refused as soon as it arrives:
+    /// such a head never ends in CRLF CRLF, and would wait for the hello
+    /// timeout (and get `408`) instead of its `400`. Searched once per byte.
+    private mutating func findBareLineFeed(_ input: UnsafeBufferPointer<UInt8>, from start: Int) -> HTTPHeadError? {
+        var index = max(start, bareLFSearched)
+        while index < input.count {
+            if input[index] == Self.lf && (index == start || input[index - 1] != Self.cr) {
+                return Self.bareLineFeed
+            }
+            index += 1
+        }
+        bareLFSearched = index
+        return nil
+    }
+
+    static let bareLineFeed = HTTPHeadError(.badRequest, "a line of the request head ends in LF without CR")
 
     /// A request line still arriving: refused early if what came so far
     /// cannot start one (a byte outside a method token before the first
@@ -157,7 +179,7 @@ public struct HTTPHeadParser: Sendable {
                 continue
             }
             if byte == lf {
-                return .failure(HTTPHeadError(.badRequest, "a line of the request head ends in LF without CR"))
+                return .failure(bareLineFeed)
             }
             index += 1
         }
