@@ -104,7 +104,7 @@ final class Server {
     var nextHTTPSerial = 0
     /// HTTP connections whose next heads wait for the next loop iteration
     /// (``Server/answerHTTP(_:)``).
-    var httpTurns: [HTTPConnection] = []
+    var httpTurns: Deque<HTTPConnection> = []
     /// The store's last write failed (its message), until one succeeds:
     /// `/healthz` answers 503 meanwhile.
     var storeFailure: String?

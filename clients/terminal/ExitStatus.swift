@@ -20,6 +20,14 @@ enum ExitStatus {
         }
     }
 
+    /// What to print when a live view's connection (`watch`, `top`) is
+    /// closed for good with `reason`: a refusal or failure to connect as
+    /// ``message(_:host:port:)`` says, or the server's close once connected.
+    static func closed(_ reason: DisconnectReason?, everConnected: Bool, host: String, port: Int) -> String {
+        guard everConnected else { return message(reason, host: host, port: port) }
+        return "the server closed the connection" + (reason.map { ": \($0)" } ?? "")
+    }
+
     /// What to print for a connection that could not be made, or ended
     /// for good: a refusal in the server's words, anything else as "cannot
     /// reach".

@@ -140,19 +140,13 @@ extension Server {
     func takeHTTPTurns() {
         let started = Loop.hrtime
         let limit = UInt64(config.readBudgetMicroseconds) * 1_000
-        var turns = httpTurns
-        httpTurns = []
-        var taken = 0
-        for connection in turns {
+        for taken in 0..<httpTurns.count {  // those waiting now: one that waits again is behind them
             if limit > 0, taken > 0, Loop.hrtime &- started >= limit { break }
-            taken += 1
+            let connection = httpTurns.removeFirst()
             connection.waitsForTurn = false
             answerHTTP(connection)
         }
-        turns.removeFirst(taken)
-        guard !turns.isEmpty else { return }
-        httpTurns = turns + httpTurns
-        nextTurn.request()
+        if !httpTurns.isEmpty { nextTurn.request() }
     }
 
     /// The response to a head: the routes.

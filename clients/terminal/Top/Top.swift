@@ -149,9 +149,8 @@ final class TopSession {
         case .closed(let reason):
             board.connection = "closed" + (reason.map { ": \($0)" } ?? "")
             if !finished {
-                let message = everConnected ? "the server closed the connection" + (reason.map { ": \($0)" } ?? "")
-                    : ExitStatus.message(reason, host: options.host, port: options.port)
-                return fail(message, code: ExitStatus.after(reason))
+                return fail(ExitStatus.closed(reason, everConnected: everConnected, host: options.host, port: options.port),
+                            code: ExitStatus.after(reason))
             }
         case .idle: break
         }

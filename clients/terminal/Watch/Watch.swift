@@ -296,9 +296,8 @@ final class WatchSession {
             fail(ExitStatus.message(connection.lastDisconnect, host: options.host, port: options.port),
                  code: ExitStatus.unreachable)
         case .closed(let reason):
-            let message = everConnected ? "the server closed the connection" + (reason.map { ": \($0)" } ?? "")
-                : ExitStatus.message(reason, host: options.host, port: options.port)
-            fail(message, code: ExitStatus.after(reason))
+            fail(ExitStatus.closed(reason, everConnected: everConnected, host: options.host, port: options.port),
+                 code: ExitStatus.after(reason))
         default: break
         }
     }
