@@ -31,6 +31,8 @@ final class Server {
     let logger: Logger
     let loop: Loop
     let store: Store
+    /// This server's hold on its database (one server per database file).
+    let databaseLock: DatabaseLock
     let writer: StoreWriter
     let clock: MonotonicClock
     var phase = Phase.starting
@@ -150,6 +152,7 @@ final class Server {
         if config.readBudgetMicroseconds > 0 {
             loop.readTimePerIteration = UInt64(config.readBudgetMicroseconds) * 1_000
         }
+        self.databaseLock = try DatabaseLock(databasePath: config.databasePath)
         self.store = try Store(path: config.databasePath)
         if let entries = config.tokens {
             self.tokens = TokenTable(entries)
@@ -297,6 +300,7 @@ final class Server {
         loop.run()
         writer.close()
         try? store.close()
+        databaseLock.release()
         do {
             try loop.close()
             return true

@@ -52,6 +52,26 @@ struct ShutdownTests {
         #expect(Date().timeIntervalSince(start) < 10)
     }
 
+    @Test("a second server on the same database is refused, naming the first; once it stops the database is free")
+    func oneServerPerDatabase() throws {
+        let folder = try TemporaryFolder()
+        let path = folder.path("outatime.sqlite")
+        let first = try TestServer(databasePath: path)
+        var refusal = ""
+        do {
+            _ = try TestServer(databasePath: path)
+            Issue.record("a second server started on \(path)")
+        } catch {
+            refusal = "\(error)"
+        }
+        #expect(refusal.contains("the database \(path) is in use by another outatime-server (process \(getpid()))"), "\(refusal)")
+        #expect(try first.connectReady().request("ping").isOK, "the first server goes on")
+        first.stop()
+        let second = try TestServer(databasePath: path)
+        defer { second.stop() }
+        #expect(try second.connectReady().request("ping").isOK)
+    }
+
     @Test("a channel created by subscribe survives a restart on the same database")
     func durability() throws {
         let folder = try TemporaryFolder()

@@ -1,0 +1,72 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One server per database: a lock file beside it (`PATH.lock`, holding the
+/// owner's process id) locked with `flock` while the server runs.
+///
+/// SQLite lets a second process open the same file, and two servers would
+/// each number a channel's events from what they loaded: both commit the
+/// same seqs, and the log can no longer be loaded. The kernel drops the lock
+/// when its process ends, however it ends (SIGKILL too), so a lock file left
+/// behind never blocks a restart; the lock is per open file, so a second
+/// server in the same process is refused as well.
+public final class DatabaseLock {
+    /// The lock file.
+    public let path: String
+    private var descriptor: Int32
+
+    /// Takes the lock of the database at `databasePath`, creating its folder
+    /// and the lock file if needed.
+    /// - Throws: ``DatabaseLockError`` when another server holds it or the
+    ///   lock file cannot be made.
+    public init(databasePath: String) throws(DatabaseLockError) {
+        path = databasePath + ".lock"
+        let folder = URL(fileURLWithPath: databasePath).deletingLastPathComponent()
+        try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else {
+            throw DatabaseLockError("cannot create the lock file \(path): \(String(cString: strerror(errno)))")
+        }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            let cause = errno
+            let owner = Self.owner(descriptor)
+            close(descriptor)
+            descriptor = -1
+            if cause == EWOULDBLOCK {
+                throw DatabaseLockError("the database \(databasePath) is in use by another outatime-server"
+                    + (owner.map { " (process \($0))" } ?? "") + "; one database serves one server at a time")
+            }
+            throw DatabaseLockError("cannot lock \(path): \(String(cString: strerror(cause)))")
+        }
+        let text = Array("\(getpid())\n".utf8)
+        _ = ftruncate(descriptor, 0)
+        _ = text.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
+    }
+
+    /// Gives the lock up (also done when the lock is released from memory).
+    public func release() {
+        guard descriptor >= 0 else { return }
+        close(descriptor)
+        descriptor = -1
+    }
+
+    deinit { release() }
+
+    /// The process id written in the lock file by its holder, if readable.
+    private static func owner(_ descriptor: Int32) -> Int? {
+        var bytes = [UInt8](repeating: 0, count: 32)
+        let count = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
+        guard count > 0 else { return nil }
+        return Int(String(decoding: bytes[..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+}
+
+/// Why ``DatabaseLock`` could not be taken.
+public struct DatabaseLockError: Error, CustomStringConvertible {
+    /// The reason, naming the database or the lock file.
+    public let description: String
+
+    init(_ description: String) { self.description = description }
+}
