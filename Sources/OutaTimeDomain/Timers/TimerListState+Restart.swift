@@ -34,8 +34,10 @@ extension TimerListState {
 
     /// After a restart no viewer is left: every running timer pauses with
     /// `timer_stopped {id, remaining_s}` at its remaining time as of
-    /// `aliveUntil`, the last moment the server is known to have been up, so
-    /// a restart loses at most the time between that moment and the crash.
+    /// `aliveUntil`, the last moment the server is known to have been up,
+    /// read with its rebuilt base a second early (it may be up to 1 s early
+    /// itself), so a restart loses at most the time between that moment and
+    /// the crash plus a second, and never shows less than the live value.
     /// A timer at 0 by then (it was due) gets `timer_finished {id}` instead,
     /// since starting it again would only finish it. The events happen at
     /// `now`. Viewer counts on other timers are reset without an event:
@@ -53,8 +55,13 @@ extension TimerListState {
                 list[position].clearViewers()
                 continue
             }
+            // A base rebuilt from storage may start up to 1 s before the live
+            // one did (whole seconds: see the type's note), and would then
+            // count a second the live countdown had not yet counted: read it
+            // 1 s earlier, so a timer never comes back below the value it had
+            // at the crash (nor finished when it had a second left).
             let remaining: Int = if let aliveUntil, timer.countdown != nil {
-                timer.remaining(at: aliveUntil)
+                timer.remaining(at: aliveUntil.addingTimeInterval(-1))
             } else {
                 max(0, timer.remainingS)
             }
