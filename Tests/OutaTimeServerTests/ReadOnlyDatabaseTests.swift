@@ -25,10 +25,16 @@ struct ReadOnlyDatabaseTests {
             executable = copy
             launcher = ["/usr/bin/setpriv", "--reuid=\(Self.nobody)", "--regid=\(Self.nobody)", "--clear-groups", "--"]
         }
-        // A first run creates the database as the server's user, and stops.
+        // A first run creates the database as the server's user, stores
+        // events (they stay in the log's tail until the next start folds
+        // them into the indexed log: a write), and stops.
         let first = try ServerProcess(["--port", "0", "--db", database, "--log-level", "error"],
                                       launcher: launcher, executable: executable, folder: folder)
-        #expect(first.awaitListening() != nil, "stderr: \(first.stderrText)")
+        let firstListening = try #require(first.awaitListening(), "stderr: \(first.stderrText)")
+        let writer = try TestClient(port: firstListening.port)
+        try writer.hello(name: "Marty")
+        #expect(try writer.request("command", ["channel": "laps/before", "action": "start"]).isOK)
+        #expect(try writer.request("command", ["channel": "laps/before", "action": "lap"]).isOK)
         first.send(signal: SIGTERM)
         #expect(first.waitForExit() == 0, "stderr: \(first.stderrText)")
         #expect(chmod(database, 0o444) == 0)
@@ -44,7 +50,11 @@ struct ReadOnlyDatabaseTests {
         let operator_ = try TestClient(port: listening.port)
         try operator_.hello(name: "Doc")
         #expect(try operator_.request("ping").isOK)
-        #expect(try operator_.call("list")[objects: "channels"]?.isEmpty == true, "reads are served")
+        let channels = try operator_.call("list")[objects: "channels"] ?? []
+        #expect(channels.map { $0["channel"] as? String } == ["laps/before"], "reads are served")
+        #expect(channels.first?[int: "seq"] == 2, "with the events stored last time")
+        let history = try operator_.call("history", ["channel": "laps/before"])[objects: "events"] ?? []
+        #expect(history.map { $0["event"] as? String } == ["started", "lap_completed"], "\(history)")
         let failed = try operator_.request("command", [
             "channel": "timers/readonly", "action": "add", "args": ["event": "check", "remaining_s": 5],
         ])

@@ -26,6 +26,14 @@ public final class DatabaseLock {
         let folder = URL(fileURLWithPath: databasePath).deletingLastPathComponent()
         try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        if descriptor < 0, errno == EROFS || errno == EACCES {
+            // A folder this process may not write: a lock file already
+            // there still locks (read-only is enough for flock). Without
+            // one, nothing here can write the database either, so a
+            // second server could not corrupt it: go on without a lock.
+            descriptor = open(path, O_RDONLY | O_CLOEXEC)
+            if descriptor < 0, errno == ENOENT { return }
+        }
         guard descriptor >= 0 else {
             throw DatabaseLockError("cannot create the lock file \(path): \(String(cString: strerror(errno)))")
         }
@@ -40,6 +48,7 @@ public final class DatabaseLock {
             }
             throw DatabaseLockError("cannot lock \(path): \(String(cString: strerror(cause)))")
         }
+        guard fcntl(descriptor, F_GETFL) & O_ACCMODE == O_RDWR else { return }
         let text = Array("\(getpid())\n".utf8)
         _ = ftruncate(descriptor, 0)
         _ = text.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }

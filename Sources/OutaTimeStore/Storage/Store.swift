@@ -67,8 +67,14 @@ public final class Store: Sendable {
         }
         try StoreSchema.migrator.migrate(pool)
         // Start with the whole log indexed: loading reads every channel's
-        // recent events, which would otherwise scan the tail once each.
-        try pool.write { db in try Self.foldTail(historyLimit: nil, tail: nil, in: db) }
+        // recent events, which would otherwise scan the tail once each. A
+        // database this process may not write is read as it is (the tail
+        // unfolded): the server then serves reads, and refuses writes.
+        do {
+            try pool.write { db in try Self.foldTail(historyLimit: nil, tail: nil, in: db) }
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_READONLY {
+            // Left unfolded; later folds fail like every other write.
+        }
     }
 
     /// Every channel, ordered by name. The server loads these at start-up.
