@@ -253,7 +253,29 @@ struct OutaTimeServerCommand: ParsableCommand {
         guard ["text", "json"].contains(logFormat) else {
             throw ValidationError("--log-format '\(logFormat)' is not one of text, json")
         }
+        try Self.validateDatabasePath(db)
         _ = try makeConfig()
+    }
+
+    /// `--db` must name a file: not empty, not a folder, and no part of its
+    /// folder may be a file (SQLite and Foundation would fail later with
+    /// messages that name neither the flag nor the path).
+    static func validateDatabasePath(_ path: String) throws {
+        guard !path.isEmpty else { throw ValidationError("--db is empty: give the database file's path, e.g. ./data/outatime.sqlite") }
+        var isFolder: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isFolder), isFolder.boolValue {
+            throw ValidationError("--db \(path) is a folder: give a file's path, e.g. \(path.hasSuffix("/") ? path : path + "/")outatime.sqlite")
+        }
+        var folder = URL(fileURLWithPath: path).deletingLastPathComponent()
+        while folder.path != "/" {
+            if FileManager.default.fileExists(atPath: folder.path, isDirectory: &isFolder) {
+                guard isFolder.boolValue else {
+                    throw ValidationError("--db \(path): \(folder.path) is a file, not a folder")
+                }
+                break
+            }
+            folder = folder.deletingLastPathComponent()
+        }
     }
 
     func run() throws {

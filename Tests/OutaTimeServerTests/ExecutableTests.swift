@@ -63,6 +63,20 @@ struct ExecutableTests {
         #expect(FileManager.default.fileExists(atPath: path))
     }
 
+    @Test("a --db that cannot name a database file is refused with 64, naming --db and the path", arguments: [
+        ("", "--db is empty"), ("FOLDER", "is a folder"), ("FILE/outatime.sqlite", "is a file, not a folder"),
+    ])
+    func badDatabasePath(path: String, says: String) throws {
+        let folder = try TemporaryFolder()
+        #expect(FileManager.default.createFile(atPath: folder.path("FILE"), contents: Data()))
+        try FileManager.default.createDirectory(atPath: folder.path("FOLDER"), withIntermediateDirectories: false)
+        let given = path.isEmpty ? "" : folder.path(path)
+        let server = try ServerProcess(["--port", "0", "--db", given, "--log-level", "error"])
+        #expect(server.waitForExit() == 64, "stderr: \(server.stderrText)")
+        #expect(server.stderrText.contains("--db") && server.stderrText.contains(says), "\(server.stderrText)")
+        #expect(given.isEmpty || server.stderrText.contains(given))
+    }
+
     @Test("a non-loopback host without --allow-anonymous is refused")
     func refusesAnonymousPublicHost() throws {
         let server = try ServerProcess(["--host", "0.0.0.0", "--port", "0", "--log-level", "error"])
