@@ -69,7 +69,7 @@ struct OutaTimeServerCommand: ParsableCommand {
     @Flag(help: "Allow a plaintext listener on a non-loopback --host (tokens and boards cross the network in clear).")
     var allowPlaintext = false
 
-    @Option(help: ArgumentHelp("SQLite database file; its folder is created if missing.", valueName: "path"))
+    @Option(help: ArgumentHelp("SQLite database file; its folder is created if missing. One server at a time: PATH.lock beside it refuses a second.", valueName: "path"))
     var db = "./data/outatime.sqlite"
 
     @Option(help: ArgumentHelp("Heartbeat interval clients must keep; silence for twice as long closes the connection.", valueName: "ms"))
