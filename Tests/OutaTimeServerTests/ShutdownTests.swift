@@ -52,6 +52,23 @@ struct ShutdownTests {
         #expect(Date().timeIntervalSince(start) < 10)
     }
 
+    @Test("a database file removed while the server runs: commands get internal saying so, none is acknowledged into the void")
+    func databaseFileRemoved() throws {
+        let folder = try TemporaryFolder()
+        let path = folder.path("outatime.sqlite")
+        let server = try TestServer(databasePath: path)
+        defer { server.stop() }
+        let client = try server.connectReady()
+        #expect(try client.request("command", ["channel": "laps/gone", "action": "start"]).isOK)
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        for action in ["lap", "stop"] {
+            let reply = try client.request("command", ["channel": "laps/gone", "action": action])
+            #expect(reply.errorCode == .internal, "\(action): \(reply)")
+            #expect(reply.errorMessage?.contains("the database file \(path) was removed or replaced") == true, "\(reply)")
+        }
+        #expect(try client.request("ping").isOK)
+    }
+
     @Test("a second server on the same database is refused, naming the first; once it stops the database is free")
     func oneServerPerDatabase() throws {
         let folder = try TemporaryFolder()

@@ -79,3 +79,29 @@ public struct DatabaseLockError: Error, CustomStringConvertible {
 
     init(_ description: String) { self.description = description }
 }
+
+/// Which file a path names (device and inode): a file removed or replaced
+/// under an open database is told apart from the one opened.
+struct FileIdentity: Equatable {
+    let device: UInt64
+    let inode: UInt64
+
+    /// The file at `path` now; nil when there is none.
+    init?(path: String) {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
+    }
+}
+
+extension Store {
+    /// Throws ``StoreError/fileGone(path:)`` when the database file was
+    /// removed or replaced since the store opened it: SQLite would go on
+    /// writing to the unlinked file, and every command acknowledged from
+    /// then on would be lost at the next start. One `stat` a commit.
+    func checkFile() throws {
+        guard let opened = fileIdentity else { return }
+        guard FileIdentity(path: path) == opened else { throw StoreError.fileGone(path: path) }
+    }
+}

@@ -36,6 +36,7 @@ extension Store {
                       foldLater: Bool = false) throws -> Bool {
         precondition(historyLimit.map { $0 >= 1 } ?? true, "historyLimit must be at least 1")
         precondition(foldEvery >= 1, "foldEvery must be at least 1")
+        try checkFile()
         // Holding the locks for the transaction costs nothing: GRDB
         // serialises writes on one connection anyway.
         return try knownSeqs.withLock { known in

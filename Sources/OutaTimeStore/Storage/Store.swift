@@ -28,6 +28,9 @@ public final class Store: Sendable {
     /// Frames in the WAL after the writer connection's last commit, set by
     /// its WAL hook (see ``checkpointIfDue()``).
     let walFrames = WALFrameCount()
+    /// The database file as opened (device and inode), checked before each
+    /// write (``checkFile()``).
+    let fileIdentity: FileIdentity?
 
     /// Bytes of JSON text (stored states and event data) committed since
     /// the store was opened: what one command costs in storage, before
@@ -54,6 +57,7 @@ public final class Store: Sendable {
             try db.execute(sql: Self.durableSync)
         }
         pool = try DatabasePool(path: path, configuration: configuration)
+        fileIdentity = FileIdentity(path: path)
         // GRDB switches the writer to `synchronous = NORMAL` when it enables WAL,
         // after `prepareDatabase` ran. The pool keeps one writer connection for
         // its lifetime, so setting FULL again here holds for every write.

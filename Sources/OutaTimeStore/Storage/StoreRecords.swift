@@ -134,6 +134,10 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalidEvents(channel: String, reason: String)
     /// `dropEmptyChannel` named a channel that has events.
     case notEmpty(channel: String, seq: Int64)
+    /// The database file at `path` is no longer the one opened: removed or
+    /// replaced while the store is open. A commit would go to a file that
+    /// is gone at the next start.
+    case fileGone(path: String)
 
     /// A one-line explanation that names the channel and the seqs involved.
     public var description: String {
@@ -146,6 +150,8 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
             "invalid events for channel '\(channel)': \(reason)"
         case .notEmpty(let channel, let seq):
             "channel '\(channel)' is at seq \(seq): only a channel without events may be dropped"
+        case .fileGone(let path):
+            "the database file \(path) was removed or replaced after the server opened it: nothing more is stored; restart the server"
         }
     }
 }
