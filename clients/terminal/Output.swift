@@ -2,20 +2,44 @@ import Foundation
 import OutaTimeProtocol
 
 /// Printing: plain text for people, JSON for scripts; errors on stderr.
+///
+/// Text from the server never reaches the terminal as control characters:
+/// an ESC in a channel name, an error message or a state could retitle the
+/// window or move the cursor. Printed lines are sanitized (a control
+/// character becomes `�`), and JSON escapes them (`\u009b`), so the data
+/// stays exact for scripts.
 enum Output {
     static func print(_ text: String) {
-        FileHandle.standardOutput.write(Data((text.hasSuffix("\n") ? text : text + "\n").utf8))
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map { DisplayWidth.sanitized(String($0)) }
+        let safe = lines.joined(separator: "\n")
+        FileHandle.standardOutput.write(Data((safe.hasSuffix("\n") ? safe : safe + "\n").utf8))
     }
 
     static func fail(_ message: String) {
-        FileHandle.standardError.write(Data("outatime: error: \(message)\n".utf8))
+        FileHandle.standardError.write(Data("outatime: error: \(DisplayWidth.sanitized(message))\n".utf8))
     }
 
     /// Pretty, key-sorted JSON.
     static func json(_ value: JSONValue) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return (try? String(decoding: encoder.encode(value), as: UTF8.self)) ?? "null"
+        return escapingControls((try? String(decoding: encoder.encode(value), as: UTF8.self)) ?? "null")
+    }
+
+    /// JSON text with DEL and the C1 controls (U+007F–U+009F), which JSON
+    /// allows raw in strings (and Foundation writes raw), written as
+    /// `\u00XX` escapes: the same value, nothing a terminal acts on.
+    static func escapingControls(_ json: String) -> String {
+        guard json.unicodeScalars.contains(where: { (0x7F...0x9F).contains($0.value) }) else { return json }
+        var result = ""
+        for scalar in json.unicodeScalars {
+            if (0x7F...0x9F).contains(scalar.value) {
+                result += "\\u00" + String(scalar.value, radix: 16)
+            } else {
+                result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
     }
 
     /// Compact, key-sorted JSON on one line (JSON Lines), for `--json` in
@@ -23,7 +47,7 @@ enum Output {
     static func jsonLine(_ value: some Encodable) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (try? String(decoding: encoder.encode(value), as: UTF8.self)) ?? "null"
+        return escapingControls((try? String(decoding: encoder.encode(value), as: UTF8.self)) ?? "null")
     }
 
     /// A readable rendering of any result: `key: value` lines, nested

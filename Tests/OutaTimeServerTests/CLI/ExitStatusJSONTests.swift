@@ -1,6 +1,7 @@
 import OutaTimeTestSupport
 import Foundation
 import OutaTimeServer
+@testable import outatime
 import Testing
 
 /// How `outatime` ends when the server refuses it or cannot be reached (the
@@ -44,6 +45,20 @@ struct ExitStatusJSONTests {
         #expect(run.status == 3, "stdout: \(run.stdout) stderr: \(run.stderr)")
         #expect(run.stderr.contains("cannot reach the OutaTime server at 127.0.0.1:\(port)"), "\(run.stderr)")
         #expect(Date().timeIntervalSince(started) < 15)
+    }
+
+    @Test("control characters from the server never reach the terminal: printed as �, escaped in JSON")
+    func serverTextIsSanitized() throws {
+        try withTestServer { server in
+            // The server quotes the bad channel name in its message, raw.
+            let name = "laps/\u{1B}]0;pwned\u{07}\u{1B}[31mred\u{9B}"
+            let run = try CLITests.outatime(["get", name], port: server.port)
+            #expect(run.status == 1, "stderr: \(run.stderr)")
+            #expect(run.stderr.contains("invalid_channel") && run.stderr.contains("\u{FFFD}]0;pwned"), "\(run.stderr.debugDescription)")
+            #expect(!run.stderr.unicodeScalars.contains { $0.value < 0x20 && $0 != "\n" || (0x7F...0x9F).contains($0.value) },
+                    "\(run.stderr.debugDescription)")
+        }
+        #expect(Output.escapingControls("{\"a\":\"x\u{9B}y\u{7F}\"}") == "{\"a\":\"x\\u009by\\u007f\"}")
     }
 
     @Test("watch --json prints one object a line: connection, sync, then the pushes as sent")

@@ -44,7 +44,7 @@ enum DisplayWidth {
 
     /// `text` cut or padded with spaces to exactly `columns` columns.
     static func pad(_ text: some StringProtocol, _ columns: Int) -> String {
-        let shown = prefix(text, columns: columns)
+        let shown = prefix(sanitized(String(text)), columns: columns)
         return shown + String(repeating: " ", count: max(0, columns - of(shown)))
     }
 
@@ -52,7 +52,7 @@ enum DisplayWidth {
     /// when `right`), or, when longer than `columns - 1`, cut and ended with
     /// `…` so that one column is left blank before the next cell.
     static func fit(_ text: some StringProtocol, _ columns: Int, right: Bool = false) -> String {
-        var shown = String(text)
+        var shown = sanitized(String(text))
         var width = of(shown)
         if columns > 1, width > columns - 1 {
             shown = prefix(shown, columns: columns - 2) + "…"

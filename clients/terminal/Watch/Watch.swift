@@ -144,14 +144,14 @@ final class WatchSession {
     /// A line for the non-terminal mode, flushed at once.
     private func line(_ text: String) {
         guard !interactive else { return }
-        writeAll(text + "\n")
+        writeAll(DisplayWidth.sanitized(text) + "\n")  // one line: a server's control characters become �
     }
 
     /// A message in the status line (or a line when piped).
     private func say(_ text: String) {
         guard !finished else { return }  // requests cut short by the end, not news
         board.status = text
-        if !interactive { writeAll(json ? WatchJSON.error(text) + "\n" : "error \(text)\n") }
+        if !interactive { writeAll(json ? WatchJSON.error(text) + "\n" : "error \(DisplayWidth.sanitized(text))\n") }
         changed()
     }
 
