@@ -87,7 +87,7 @@ struct ConnectionOptions: ParsableArguments {
             let result = try body(client)
             Output.print(json ? Output.json(result) : render(result))
         } catch {
-            throw failed(error)
+            throw failed(error, on: client)
         }
     }
 
@@ -106,14 +106,23 @@ struct ConnectionOptions: ParsableArguments {
         }
     }
 
-    /// Prints why a request failed and returns the exit code to throw.
-    func failed(_ error: ClientError) -> ExitCode {
-        if case .server(let serverError) = error {
+    /// Prints why a request on `client` failed and returns the exit code
+    /// to throw. A connection that ended under the request is named by how
+    /// it ended: a `bye` for a refusal (a token withdrawn) exits 1 like any
+    /// refusal, a broken stream says what broke.
+    func failed(_ error: ClientError, on client: BlockingClient) -> ExitCode {
+        switch error {
+        case .server(let serverError):
             Output.fail("\(serverError.code): \(serverError.message)")
             return ExitCode(ExitStatus.refused)
+        case .disconnected, .closed:
+            let reason = client.connection.lastDisconnect
+            Output.fail("\(error)" + (reason.map { " (\($0))" } ?? ""))
+            return ExitCode(ExitStatus.after(reason))
+        default:
+            Output.fail("\(error)")
+            return ExitCode(ExitStatus.unreachable)
         }
-        Output.fail("\(error)")
-        return ExitCode(ExitStatus.unreachable)
     }
 }
 

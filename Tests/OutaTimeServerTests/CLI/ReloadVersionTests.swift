@@ -28,6 +28,41 @@ struct ReloadVersionTests {
         #expect(!server.stderrText.contains("board-1885"))
     }
 
+    @Test("a token withdrawn by a reload while `outatime timers start` views ends it with 1 and the reason, not 3")
+    func withdrawnTokenExitsOne() throws {
+        let file = try TokensFile([tokenEntry("otto-1955", "Otto", "operate")])
+        let server = try ServerProcess(["--port", "0", "--tokens", file.path, "--log-level", "error"])
+        let listening = try #require(server.awaitListening(), "stderr: \(server.stderrText)")
+        let connection = ["--port", "\(listening.port)", "--token", "otto-1955", "--timeout", "5"]
+        let add = try ToolRun.run("outatime", ["timers", "add", "hup", "--event", "E", "--in", "10m"] + connection, timeout: 20)
+        #expect(add.status == 0, "stderr: \(add.stderr)")
+
+        let viewer = Process()
+        viewer.executableURL = WatchTests.outatimeURL
+        viewer.arguments = ["timers", "start", "hup", "1"] + connection
+        let out = Pipe()
+        let err = Pipe()
+        viewer.standardOutput = out
+        viewer.standardError = err
+        viewer.standardInput = FileHandle.nullDevice
+        try viewer.run()
+        defer { if viewer.isRunning { viewer.terminate() } }
+        let lines = WatchTests.LineReader(out)
+        #expect(lines.wait(timeout: 10) { $0.hasPrefix("viewing #1") } != nil, "\(lines.lines)")
+
+        try file.write([tokenEntry("ada-2015", "Ada", "admin")])
+        server.send(signal: SIGHUP)
+        let deadline = Date().addingTimeInterval(10)
+        while viewer.isRunning && Date() < deadline { usleep(20_000) }
+        #expect(!viewer.isRunning, "still viewing after its token was withdrawn")
+        viewer.waitUntilExit()
+        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(viewer.terminationStatus == 1, "stderr: \(stderr)")
+        #expect(stderr.contains("unauthorized"), "\(stderr)")
+        server.send(signal: SIGTERM)
+        #expect(server.waitForExit() == 0)
+    }
+
     @Test("SIGHUP reloads the tokens file: the server survives, keeps its clients and uses the new file")
     func sighupReloads() throws {
         let file = try TokensFile([tokenEntry("wendy-1885", "Wendy", "watch"), tokenEntry("otto-1955", "Otto", "operate")])

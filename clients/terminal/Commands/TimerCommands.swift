@@ -104,13 +104,12 @@ struct Timers: ParsableCommand {
                 Output.print(options.json ? Output.json(timer)
                     : "viewing #\(id) \(timer["event"]?.text ?? "") — \(timer["remaining_s"]?.text ?? "?") s left (Ctrl-C stops viewing)")
             } catch {
-                throw options.failed(error)
+                throw options.failed(error, on: client)
             }
             let limit = seconds.map { UInt64(max(0, $0) * 1000) } ?? UInt64.max / 2
             client.run(timeoutMs: limit) { finished || !client.connection.isReady }
             if !finished && !client.connection.isReady {
-                Output.fail("the connection to the server was lost")
-                throw ExitCode(ExitStatus.unreachable)
+                throw options.failed(.closed(client.connection.lastDisconnect), on: client)
             }
         }
     }
