@@ -3,6 +3,7 @@ import OutaTimeClient
 import OutaTimeDomain
 import OutaTimeProtocol
 import Testing
+import UV
 
 /// Behaviour the real server never provokes on purpose, against a
 /// ``ScriptedServer`` on the test's loop.
@@ -84,6 +85,49 @@ struct ScriptedServerTests {
             #expect(connection.lastDisconnect == .unresponsive)
             // One ping per connection at a time: no pile-up while unanswered.
             #expect(fake.peers.first?.requests.filter { $0["type"] == .string("ping") }.count == 1)
+        }
+    }
+
+    @Test("a server that trickles a frame it never finishes is taken for dead: bytes are not frames")
+    func tricklingServer() throws {
+        try withClientLoop { clients in
+            let fake = try ScriptedServer(loop: clients.loop)
+            defer { fake.close() }
+            let trickle = UV.Timer(loop: clients.loop)
+            defer { trickle.close() }
+            fake.onRequest = { peer, request in
+                guard request["type"] == .string("hello"), fake.peers.count == 1 else { return }
+                fake.reply(ScriptedServer.helloResult(heartbeatMs: 50), to: request, on: peer)
+                peer.stream.enqueue(OwnedBytes([0, 0, 0, 200]))  // a 200-byte frame, a byte every 10 ms
+                trickle.start(timeoutMs: 10, repeatMs: 10) {
+                    peer.stream.enqueue(OwnedBytes([UInt8(ascii: " ")]))
+                    peer.stream.flush()
+                }
+            }
+            let connection = clients.connect(port: fake.port) { $0.backoff = BackoffPolicy(initialMs: 10, maxMs: 20) }
+            clients.expect("a second hello") { fake.requests("hello").count == 2 }
+            #expect(connection.lastDisconnect == .unresponsive)
+        }
+    }
+
+    @Test("a server that breaks the protocol right after hello is retried with a growing delay, not at once each time")
+    func brokenAfterHello() throws {
+        try withClientLoop { clients in
+            let fake = try ScriptedServer(loop: clients.loop)
+            defer { fake.close() }
+            fake.onRequest = { peer, request in
+                guard request["type"] == .string("hello") else { return }
+                fake.reply(ScriptedServer.helloResult(), to: request, on: peer)
+                fake.pushRaw(Array("not json".utf8), on: peer)
+            }
+            let connection = clients.connect(port: fake.port) { $0.backoff = BackoffPolicy(initialMs: 5, maxMs: 1_000, jitter: 0) }
+            var attempts: [Int] = []
+            connection.onStateChange = { if case .reconnecting(let attempt, _) = $0 { attempts.append(attempt) } }
+            clients.expect("four reconnections") { attempts.count >= 4 }
+            #expect(Array(attempts.prefix(4)) == [1, 2, 3, 4], "the backoff started again after each hello: \(attempts)")
+            if case .protocolViolation = connection.lastDisconnect {} else {
+                Issue.record("dropped for \(String(describing: connection.lastDisconnect))")
+            }
         }
     }
 

@@ -107,7 +107,7 @@ extension OutaTimeConnection {
         link.maxFrame = reply.maxFrame
         link.heartbeatMs = UInt64(max(reply.heartbeatMs, 1))
         hello = reply
-        attempt = 0
+        link.readyAt = loop.now
         stats.connects += 1
         handles?.phase.stop()
         startHeartbeat(link)
@@ -123,10 +123,10 @@ extension OutaTimeConnection {
     /// until one of them drops the link.
     private func received(_ bytes: UnsafeRawBufferPointer, on link: Link) {
         guard self.link === link else { return }
-        link.lastInboundAt = loop.now
         do {
             try link.decoder.feed(bytes) { body in
                 guard self.link === link else { return }
+                link.lastInboundAt = loop.now
                 let frame: IncomingFrame
                 do {
                     frame = try IncomingFrame.decode(body, with: decoder)
@@ -183,6 +183,11 @@ extension OutaTimeConnection {
     /// closes for good.
     func drop(_ reason: DisconnectReason) {
         attemptID += 1
+        // The backoff starts again only after a connection that lasted: one
+        // that fails right after its hello (a server that breaks the
+        // protocol, or declares itself dead) must not be retried at once,
+        // again and again.
+        if let readyAt = link?.readyAt, loop.now &- readyAt >= Self.stableAfterMs { attempt = 0 }
         if let link {
             self.link = nil
             link.stream.close()

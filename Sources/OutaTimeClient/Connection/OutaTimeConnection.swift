@@ -63,6 +63,10 @@ public final class OutaTimeConnection {
     /// The largest frame accepted from the server (§1: clients accept 16 MiB).
     public static let maxIncomingFrame = 16 << 20
 
+    /// How long a connection must stay ready for its drop to start the
+    /// backoff again at attempt 1.
+    static let stableAfterMs: UInt64 = 1_000
+
     // Connection state, shared with the extensions in this folder.
     var link: Link?
     var handles: Handles?
@@ -205,8 +209,11 @@ final class Link {
     var maxFrame = 65_536
     /// The server's `heartbeat_ms`.
     var heartbeatMs: UInt64 = 15_000
-    /// Loop time of the last bytes received.
+    /// Loop time of the last complete frame received (bytes of a frame
+    /// still arriving do not count: a server that trickles one is not alive).
     var lastInboundAt: UInt64
+    /// Loop time `hello` succeeded on this link; nil before.
+    var readyAt: UInt64?
     var pingInFlight = false
 
     init(stream: SocketStream, now: UInt64) {
