@@ -61,6 +61,11 @@ DEFAULT_PORT = 1985
 MAX_SERVER_FRAME = 16 * 1024 * 1024
 """The longest frame body accepted from the server: 16 MiB (section 1)."""
 
+MAX_QUEUED_PUSHES = 100_000
+"""Pushes kept for :meth:`Client.next_push`; past that the oldest are dropped
+(counted in ``Client.dropped_pushes``). Channel trackers have applied them
+already, so their state stays exact: only the unread queue is bounded."""
+
 CLIENT_NAME = "outatime-python/0.1"
 """Sent as ``hello``'s ``client`` field."""
 
@@ -262,8 +267,14 @@ class Client:
         """The reason of the last ``bye`` received, if any."""
         self._sock: Optional[socket.socket] = None
         self._buf = bytearray()
-        self._pushes: Deque[Dict[str, JSON]] = collections.deque()
+        self._pushes: Deque[Dict[str, JSON]] = collections.deque(maxlen=MAX_QUEUED_PUSHES)
         self._replies: Dict[Any, Dict[str, JSON]] = {}
+        self._awaited: set = set()
+        """Ids of the requests sent and not answered: a reply to any other id is dropped."""
+        self.dropped_pushes = 0
+        """Pushes dropped, oldest first, because ``MAX_QUEUED_PUSHES`` waited unread."""
+        self.unexpected_replies = 0
+        """Replies dropped because no request waited for their id."""
         self._next_id = 1
         self._last_sent = 0.0
 
@@ -383,8 +394,12 @@ class Client:
         self._next_id += 1
         body: Dict[str, JSON] = {"type": type, "id": rid}
         body.update(fields)
-        self.send(body)
-        reply = self._wait_reply(rid, time.monotonic() + self.timeout, type)
+        self._awaited.add(rid)
+        try:
+            self.send(body)
+            reply = self._wait_reply(rid, time.monotonic() + self.timeout, type)
+        finally:
+            self._awaited.discard(rid)
         if reply.get("ok") is True:
             result = reply.get("result")
             return result if isinstance(result, dict) else {}
@@ -440,7 +455,11 @@ class Client:
         if tracker is None:
             tracker = Channel(name=channel, kind=str(result.get("kind", "")))
             self.channels[channel] = tracker
-        tracker.apply_subscribe_result(result)
+        try:
+            tracker.apply_subscribe_result(result)
+        except (TypeError, AttributeError, ValueError, KeyError) as exc:
+            self.channels.pop(channel, None)
+            raise ProtocolError(f"the subscribe result for '{channel}' has the wrong shape: {exc}") from exc
         return result
 
     def recover(self, channel: str) -> Dict[str, JSON]:
@@ -552,17 +571,27 @@ class Client:
     def _dispatch(self, frame: Dict[str, JSON]) -> None:
         kind = frame.get("type")
         if kind == "reply":
-            self._replies[_id_key(frame.get("id"))] = frame
+            key = _id_key(frame.get("id"))
+            if isinstance(key, (int, str)) and key in self._awaited:
+                self._replies[key] = frame
+            else:
+                self.unexpected_replies += 1
             return
         channel = frame.get("channel")
         tracker = self.channels.get(channel) if isinstance(channel, str) else None
         if tracker is not None:
-            if kind == "event" and isinstance(frame.get("seq"), int):
-                tracker.apply_event(frame)
-            elif kind == "tick":
-                tracker.last_tick = frame.get("data")
-            elif kind == "presence":
-                tracker.apply_presence(frame)
+            try:
+                if kind == "event" and isinstance(frame.get("seq"), int):
+                    tracker.apply_event(frame)
+                elif kind == "tick":
+                    tracker.last_tick = frame.get("data")
+                elif kind == "presence":
+                    tracker.apply_presence(frame)
+            except (TypeError, AttributeError, ValueError, KeyError) as exc:
+                self.close()
+                raise ProtocolError(f"the server sent a {kind} push of the wrong shape: {exc}") from exc
+        if len(self._pushes) == MAX_QUEUED_PUSHES:
+            self.dropped_pushes += 1  # the deque drops the oldest
         self._pushes.append(frame)
         if kind == "bye":
             reason = frame.get("reason")
@@ -595,7 +624,7 @@ class Client:
             raise OutaTimeTimeout(f"the body of a {length}-byte frame did not arrive within {self.timeout} s")
         try:
             frame = json.loads(body.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
             self.close()
             raise ProtocolError(f"the server sent a frame that is not UTF-8 JSON: {exc}") from exc
         if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):

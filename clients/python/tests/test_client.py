@@ -36,6 +36,7 @@ sys.path.insert(0, str(CLIENT_DIR))
 
 from outatime import (  # noqa: E402
     MAX_SERVER_FRAME,
+    Channel,
     Client,
     ConnectionClosed,
     OutaTimeError,
@@ -273,6 +274,44 @@ class FramingTest(unittest.TestCase):
         c.timeout = 0.2
         with self.assertRaises(TimeoutError):  # also a built-in TimeoutError
             c.request("ping")
+
+    def test_replies_nobody_waits_for_are_dropped(self) -> None:
+        c, peer = self.make()
+
+        def answer() -> None:
+            peer.sendall(b"".join(self.frame({"type": "reply", "id": i, "ok": True, "result": {}}) for i in range(100, 600)))
+            peer.sendall(self.frame({"type": "reply", "id": {"an": "object"}, "ok": True, "result": {}}))
+            peer.sendall(self.frame({"type": "reply", "id": 1, "ok": True, "result": {"time": "now"}}))
+
+        threading.Timer(0.05, answer).start()
+        self.assertEqual(c.request("ping"), {"time": "now"})
+        self.assertEqual(c.unexpected_replies, 501)
+        self.assertEqual(c._replies, {})  # nothing kept for ids never asked
+
+    def test_unread_pushes_are_bounded_oldest_dropped(self) -> None:
+        import outatime
+        saved = outatime.MAX_QUEUED_PUSHES
+        outatime.MAX_QUEUED_PUSHES = 5
+        self.addCleanup(setattr, outatime, "MAX_QUEUED_PUSHES", saved)
+        c, peer = self.make()
+        peer.sendall(b"".join(self.frame({"type": "message", "channel": "laps/a", "data": n}) for n in range(12)))
+        peer.sendall(self.frame({"type": "reply", "id": 1, "ok": True, "result": {}}))
+        c.request("ping")
+        self.assertEqual(c.pending_pushes(), 5)
+        self.assertEqual(c.dropped_pushes, 7)
+        self.assertEqual(c.next_push(1.0)["data"], 7)
+
+    def test_malformed_pushes_are_protocol_errors(self) -> None:
+        c, peer = self.make()
+        c.channels["laps/a"] = Channel(name="laps/a", kind="laps")
+        peer.sendall(self.frame({"type": "presence", "channel": "laps/a", "joined": [], "left": "abc"}))
+        with self.assertRaises(ProtocolError):
+            c.next_push(2.0)
+        c, peer = self.make()
+        deep = struct.pack(">I", 400_000) + b"[" * 200_000 + b"]" * 200_000
+        threading.Thread(target=peer.sendall, args=(deep,), daemon=True).start()  # more than the socket holds
+        with self.assertRaises(ProtocolError):
+            c.next_push(2.0)
 
     def test_peer_close_raises_connection_closed(self) -> None:
         c, peer = self.make()
