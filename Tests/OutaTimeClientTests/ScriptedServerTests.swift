@@ -131,6 +131,24 @@ struct ScriptedServerTests {
         }
     }
 
+    @Test("a hello result of another protocol is refused, not used")
+    func otherProtocol() throws {
+        try withClientLoop { clients in
+            let fake = try ScriptedServer(loop: clients.loop)
+            defer { fake.close() }
+            fake.onRequest = { peer, request in
+                guard request["type"] == .string("hello"), case .object(var result) = ScriptedServer.helloResult() else { return }
+                result["protocol"] = .int(2)
+                fake.reply(.object(result), to: request, on: peer)
+            }
+            let connection = clients.connect(port: fake.port) { $0.reconnect = false }
+            clients.expect("closed") { if case .closed = connection.state { true } else { false } }
+            #expect(connection.lastDisconnect == .protocolViolation(
+                "the server answered hello with protocol 2; this client speaks protocol 1"))
+            #expect(connection.hello == nil)
+        }
+    }
+
     @Test("bye fails the requests in flight with disconnected, then the client reconnects")
     func byeThenReconnect() throws {
         try withClientLoop { clients in

@@ -312,7 +312,10 @@ class Client:
         if self.token is not None:
             fields["token"] = self.token
         try:
-            self.hello = self.request("hello", **fields)
+            hello = self.request("hello", **fields)
+            if hello.get("protocol") != PROTOCOL_VERSION or not isinstance(hello.get("session"), str):
+                raise ProtocolError(f"the hello result is not protocol {PROTOCOL_VERSION}'s: {hello!r:.200}")
+            self.hello = hello
         except OutaTimeError:
             self.close()
             raise

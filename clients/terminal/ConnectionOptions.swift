@@ -47,11 +47,13 @@ struct ConnectionOptions: ParsableArguments {
 
     var clientOptions: ClientOptions {
         let environment = ProcessInfo.processInfo.environment
-        return ClientOptions(host: host, port: port,
+        var options = ClientOptions(host: host, port: port,
                              name: name ?? environment["OUTATIME_NAME"] ?? environment["USER"],
                              client: "outatime-cli/0.1",
                              token: token ?? environment["OUTATIME_TOKEN"], reconnect: false,
                              tls: tlsOptions)
+        options.connectTimeoutMs = UInt64(max(0.1, timeout) * 1000)  // --timeout bounds connecting too
+        return options
     }
 
     /// TLS from `--tls`/`--ca`/`--cert`/`--key` or `OUTATIME_TLS`/`OUTATIME_CA`/

@@ -94,7 +94,11 @@ extension OutaTimeConnection {
             do {
                 reply = try json.decode(HelloResult.self)
             } catch {
-                drop(.protocolViolation("hello result: \(error)"))
+                drop(.protocolViolation("the hello result is not what protocol 1 says: \(error)"))
+                return
+            }
+            guard reply.protocol == 1 else {
+                drop(.protocolViolation("the server answered hello with protocol \(reply.protocol); this client speaks protocol 1"))
                 return
             }
         case .failure(.server(let error)):
