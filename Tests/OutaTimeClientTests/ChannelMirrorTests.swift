@@ -1,5 +1,5 @@
 import Foundation
-import OutaTimeClient
+@testable import OutaTimeClient
 import OutaTimeDomain
 import OutaTimeProtocol
 import Testing
@@ -116,6 +116,18 @@ struct ChannelMirrorTests {
         #expect(mirror.apply(Self.event(1)) == .held)
         #expect(mirror.seq == 0)
         #expect(mirror.resumeSeq == nil)
+    }
+
+    @Test("events held while a subscribe goes unanswered are bounded: the oldest go, the newest stay")
+    func heldIsBounded() {
+        var mirror = ChannelMirror(channel: Self.channel)
+        mirror.beginSync()
+        let count = Int64(ChannelMirror.maxHeld * 3)
+        for seq in 1...count { #expect(mirror.apply(Self.event(seq)) == .held) }
+        let held = mirror.endSync()
+        #expect(held.count <= ChannelMirror.maxHeld && held.count >= ChannelMirror.maxHeld / 2, "\(held.count) held")
+        #expect(held.last?.seq == count, "the newest are kept")
+        #expect(zip(held, held.dropFirst()).allSatisfy { $1.seq == $0.seq + 1 }, "in order, without holes")
     }
 
     @Test("presence pushes keep the watcher list")

@@ -49,8 +49,13 @@ public struct ChannelMirror: Sendable, Equatable {
 
     /// True while a `subscribe` for this channel is in flight.
     public private(set) var isSyncing = false
-    /// Events received while syncing or after a gap, oldest first.
+    /// Events received while syncing or after a gap, oldest first; at most
+    /// ``maxHeld`` (``hold(_:)``).
     private var held: [ChannelEvent] = []
+
+    /// Events held at most: a `subscribe` the server never answers, while
+    /// the channel's events pour in, must not fill memory.
+    static let maxHeld = 10_000
 
     /// An empty mirror of `channel`, waiting for its first `subscribe` result.
     public init(channel: String) {
@@ -68,12 +73,12 @@ public struct ChannelMirror: Sendable, Equatable {
     /// Takes in a durable event; see ``Disposition``.
     public mutating func apply(_ event: ChannelEvent) -> Disposition {
         if isSyncing || !isSynced {
-            held.append(event)
+            hold(event)
             return .held
         }
         if event.seq <= seq { return .stale }
         guard event.seq == seq + 1 else {
-            held.append(event)
+            hold(event)
             return .gap(expected: seq + 1)
         }
         state?.apply(event.domainEvent, at: event.date)
@@ -115,6 +120,14 @@ public struct ChannelMirror: Sendable, Equatable {
         let method: ChannelSync.Method = before == nil ? .snapshot : .reloaded
         isSynced = true
         return (ChannelSync(channel: channel, sinceSeq: before, seq: seq, method: method), [])
+    }
+
+    /// Keeps `event` for later. Past ``maxHeld`` the oldest half goes: the
+    /// next event applied then skips past ``seq``, and the gap brings the
+    /// missing ones back from the server (`subscribe` with `since`).
+    private mutating func hold(_ event: ChannelEvent) {
+        if held.count >= Self.maxHeld { held.removeFirst(Self.maxHeld / 2) }
+        held.append(event)
     }
 
     /// Notes the latest tick.
