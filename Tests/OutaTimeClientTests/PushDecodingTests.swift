@@ -53,9 +53,7 @@ struct PushDecodingTests {
         try withClientLoop { clients in
             let fake = try ScriptedServer(loop: clients.loop)
             defer { fake.close() }
-            fake.onRequest = { peer, request in
-                guard request["type"] == .string("hello") else { return }
-                fake.reply(ScriptedServer.helloResult(), to: request, on: peer)
+            fake.answerHello { peer in
                 fake.send(event, on: peer)
                 fake.send(tick, on: peer)
                 fake.send(message, on: peer)
@@ -85,9 +83,7 @@ struct PushDecodingTests {
         try withClientLoop { clients in
             let fake = try ScriptedServer(loop: clients.loop)
             defer { fake.close() }
-            fake.onRequest = { peer, request in
-                guard request["type"] == .string("hello") else { return }
-                fake.reply(ScriptedServer.helloResult(), to: request, on: peer)
+            fake.answerHello { peer in
                 fake.push(.object(["type": .string("error"),
                                    "error": .object(["code": .string("flux_overload"), "message": .string("1.21 GW")])]), on: peer)
             }
@@ -111,9 +107,7 @@ struct PushDecodingTests {
         try withClientLoop { clients in
             let fake = try ScriptedServer(loop: clients.loop)
             defer { fake.close() }
-            fake.onRequest = { peer, request in
-                guard request["type"] == .string("hello") else { return }
-                fake.reply(ScriptedServer.helloResult(), to: request, on: peer)
+            fake.answerHello { peer in
                 fake.pushRaw(Array(frame.utf8), on: peer)
             }
             let connection = clients.connect(port: fake.port) { $0.reconnect = false }

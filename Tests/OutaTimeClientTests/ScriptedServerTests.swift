@@ -115,9 +115,7 @@ struct ScriptedServerTests {
         try withClientLoop { clients in
             let fake = try ScriptedServer(loop: clients.loop)
             defer { fake.close() }
-            fake.onRequest = { peer, request in
-                guard request["type"] == .string("hello") else { return }
-                fake.reply(ScriptedServer.helloResult(), to: request, on: peer)
+            fake.answerHello { peer in
                 fake.pushRaw(Array("not json".utf8), on: peer)
             }
             let connection = clients.connect(port: fake.port) { $0.backoff = BackoffPolicy(initialMs: 5, maxMs: 1_000, jitter: 0) }

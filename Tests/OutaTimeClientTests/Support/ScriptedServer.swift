@@ -49,6 +49,16 @@ final class ScriptedServer {
         }
     }
 
+    /// Answers every `hello` with `result`, then runs `then` on that
+    /// connection (what the script sends once the client is ready).
+    func answerHello(_ result: JSONValue = ScriptedServer.helloResult(), then: @escaping (Peer) -> Void) {
+        onRequest = { [unowned self] peer, request in
+            guard request["type"] == .string("hello") else { return }
+            reply(result, to: request, on: peer)
+            then(peer)
+        }
+    }
+
     /// The requests of `type`, in order.
     func requests(_ type: String) -> [[String: JSONValue]] {
         requests.filter { $0["type"] == .string(type) }
