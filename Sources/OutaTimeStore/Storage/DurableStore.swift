@@ -1,0 +1,64 @@
+/// Where durable channel state lives: SQLite on one node (``Store`` with its
+/// ``StoreWriter``), NATS JetStream in a cluster (`JetStreamStore`, in the
+/// `OutaTimeCluster` module). The server sees only this protocol.
+///
+/// Writes are asynchronous and grouped: ``submit(_:ticket:)`` returns at
+/// once, and the outcome of every ticket is reported exactly once, off the
+/// caller's thread, through the sink the backend was opened with (the
+/// server's inbox, which hops to the loop with `uv_async_send`). Reads are
+/// synchronous and may block: call them from the loop only while starting,
+/// or from another thread (the server reads history on the Dispatch pool).
+///
+/// The contract every backend keeps (the store conformance suite checks it):
+/// - a submission is all or nothing;
+/// - the outcomes of one channel's submissions are reported in submission
+///   order (the server's ``CommitPipeline`` counts on it);
+/// - an `appendEvents` whose first seq does not follow the stored seq is
+///   refused with ``StoreError/seqMismatch(channel:expected:stored:)``, so a
+///   channel's log never has a gap or a fork;
+/// - a reported success is durable in the backend's sense (SQLite: fsynced
+///   with `synchronous = FULL`; JetStream: written to the OS on a quorum of
+///   servers, fsynced later; docs/CLUSTER.md).
+public protocol DurableStore: AnyObject, Sendable {
+    /// Queues `writes` to be committed together (all or none) and returns
+    /// at once; the outcome is reported under `ticket`. After ``close()``
+    /// the submission is refused and reported as failed.
+    func submit(_ writes: [StoreWrite], ticket: UInt64)
+
+    /// Lets a backend opened paused (tests build a known group) commit.
+    func resume()
+
+    /// Commits and reports everything already submitted, then stops taking
+    /// writes; idempotent. Reads fail afterwards.
+    func close()
+
+    /// Submissions not yet reported (queued or being committed).
+    var backlog: Int { get }
+
+    /// Counters since the backend was opened.
+    var stats: WriterStats { get }
+
+    /// Bytes of JSON text (states, event data) committed since opened.
+    var textBytesWritten: Int { get }
+
+    /// A short name for logs, `stats` and `/healthz`: `sqlite` or `jetstream`.
+    var backendName: String { get }
+
+    /// Every channel this backend holds, ordered by name.
+    func loadChannels() throws -> [ChannelRecord]
+
+    /// One channel, or nil if it was never created.
+    func channel(named name: String) throws -> ChannelRecord?
+
+    /// Up to `limit` events of `channel` with seq in `after + 1 ... through`,
+    /// oldest first.
+    func history(channel: String, after: Int64, through: Int64, limit: Int) throws -> [EventRecord]
+
+    /// The seq of the oldest event still kept for `channel`, or nil when it
+    /// has none.
+    func oldestRetainedSeq(channel: String) throws -> Int64?
+
+    /// One of the server's own values (``StoreWrite/setMeta(key:value:)``),
+    /// or nil if it was never set.
+    func meta(_ key: String) throws -> String?
+}
