@@ -7,8 +7,8 @@ import OutaTimeStore
 import UV
 
 /// The OutaTime server: one libuv loop thread owns every session, channel and
-/// subscription, with no locks. Storage runs on the store writer's thread and
-/// reports back through the loop's inbox.
+/// subscription, with no locks. Storage (any ``DurableStore``) commits off
+/// the loop and reports back through the loop's inbox.
 ///
 /// Use ``ServerHandle`` to run it on a thread of its own, or ``run(config:logger:onListening:)``
 /// to run it on the calling thread with SIGINT/SIGTERM handling.
@@ -30,10 +30,9 @@ final class Server {
     let config: ServerConfig
     let logger: Logger
     let loop: Loop
-    let store: Store
-    /// This server's hold on its database (one server per database file).
-    let databaseLock: DatabaseLock
-    let writer: StoreWriter
+    /// Where channels are stored (``ServerConfig/storage``); the server
+    /// uses nothing of it but the protocol.
+    let store: any DurableStore
     let clock: MonotonicClock
     var phase = Phase.starting
 
@@ -152,8 +151,19 @@ final class Server {
         if config.readBudgetMicroseconds > 0 {
             loop.readTimePerIteration = UInt64(config.readBudgetMicroseconds) * 1_000
         }
-        self.databaseLock = try DatabaseLock(databasePath: config.databasePath)
-        self.store = try Store(path: config.databasePath)
+        // The inbox exists before the store that reports through it; its
+        // handler is attached once `self` is fully initialised.
+        let relay = MessageRelay()
+        let inbox = try AsyncInbox<ServerMessage>(loop: loop) { messages in
+            for message in messages { relay.handler?(message) }
+        }
+        let sender = inbox.sender
+        self.inbox = inbox
+        self.store = try config.storage.open(
+            StoreOpening(historyLimit: config.historyLimit, logger: logger) { commits in
+                sender.post(.committed(commits))
+            },
+            config: config)
         if let entries = config.tokens {
             self.tokens = TokenTable(entries)
         } else if let path = config.tokensFile {
@@ -164,18 +174,6 @@ final class Server {
             self.tokens = nil
         }
         self.bootID = String((0..<6).map { _ in "0123456789abcdefghijklmnopqrstuvwxyz".randomElement()! })
-        // The inbox exists before the writer that reports through it; its
-        // handler is attached once `self` is fully initialised.
-        let relay = MessageRelay()
-        let inbox = try AsyncInbox<ServerMessage>(loop: loop) { messages in
-            for message in messages { relay.handler?(message) }
-        }
-        let sender = inbox.sender
-        self.inbox = inbox
-        self.writer = StoreWriter(store: store, historyLimit: config.historyLimit,
-                                  foldEvery: Self.foldEvery) { commits in
-            sender.post(.committed(commits))
-        }
         relay.handler = { [unowned self] message in self.handle(message) }
         if let files = config.tls {
             tlsContext = try Self.makeTLSContext(files)
@@ -283,14 +281,15 @@ final class Server {
         }
         transition(to: .running)
         if let address = bound.plain {
-            logger.info("listening", metadata: ["address": "\(address)", "db": "\(config.databasePath)"])
+            logger.info("listening", metadata: storeMetadata.merging(["address": "\(address)"]) { $1 })
         }
         if let address = bound.http {
             logger.info("http listening", metadata: ["address": "\(address)"])
         }
         if let address = bound.tls {
-            logger.info("tls listening", metadata: ["address": "\(address)", "db": "\(config.databasePath)",
-                                                    "mtls": "\(tlsContext?.requiresClientCertificate ?? false)"])
+            logger.info("tls listening", metadata: storeMetadata.merging([
+                "address": "\(address)", "mtls": "\(tlsContext?.requiresClientCertificate ?? false)",
+            ]) { $1 })
         }
         return bound
     }
@@ -298,9 +297,7 @@ final class Server {
     /// Runs the loop until shutdown completes; true if the loop closed cleanly.
     func runLoop() -> Bool {
         loop.run()
-        writer.close()
-        try? store.close()
-        databaseLock.release()
+        store.close()
         do {
             try loop.close()
             return true

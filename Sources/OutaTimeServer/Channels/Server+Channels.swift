@@ -107,7 +107,8 @@ extension Server {
         }
         guard record.stateSeq < record.seq else { return state }
         let missing = record.seq - record.stateSeq
-        let events = try store.history(channel: record.name, after: record.stateSeq, limit: Int(missing))
+        let events = try store.history(channel: record.name, after: record.stateSeq, through: record.seq,
+                                       limit: Int(missing))
         guard events.count == Int(missing), events.first?.seq == record.stateSeq + 1, events.last?.seq == record.seq else {
             throw ReplayError(channel: record.name, seq: record.seq, stateSeq: record.stateSeq, found: events.count)
         }
@@ -136,7 +137,8 @@ extension Server {
     }
 
     /// The seq `history` starts after at the earliest: the events before it
-    /// may still be on disk (``foldEvery``) but are beyond the history limit.
+    /// may still be stored (SQLite prunes at its folds,
+    /// `SQLiteStore.serverFoldEvery`) but are beyond the history limit.
     func historyStart(of channel: Channel) -> Int64 {
         max(0, channel.seq - Int64(config.historyLimit))
     }

@@ -92,14 +92,4 @@ extension Server {
     func commitSystemEvents(_ events: [DomainEvent], on channel: Channel) {
         commit(events, on: channel, at: clock.now)
     }
-
-    /// New events are appended to the store's unindexed tail and moved into
-    /// the indexed log (and pruned to the history limit) every this many
-    /// events: see `Store.apply(_:historyLimit:foldEvery:foldLater:)`. A channel may
-    /// then hold up to this many events more than the limit, which
-    /// `history` does not show (``historyStart(of:)``); readers scan at
-    /// most this many tail rows. Measured under 50 clients on 50 channels
-    /// (docs/BENCHMARKS.md): 2,048 gave a fold every 0.08 s and a p99 of
-    /// 15 ms, 8,192 a fold (about 50 ms) every 0.3 s and a p99 of 3.7 ms.
-    static let foldEvery = 8_192
 }

@@ -7,7 +7,11 @@ public struct ServerConfig: Sendable {
     public var host = "127.0.0.1"
     /// TCP port; 0 picks a free one (see ``ServerHandle/port``).
     public var port = 1985
-    /// SQLite database file; its folder is created.
+    /// Where durable state is kept: SQLite in ``databasePath`` (the
+    /// default), or a backend the caller opens (cluster mode).
+    public var storage = StorageBackend.sqlite
+    /// SQLite database file, with ``StorageBackend/sqlite``; its folder is
+    /// created.
     public var databasePath = "./data/outatime.sqlite"
     /// Clients must send a frame at least this often; silence for twice as
     /// long closes the connection with `idle_timeout`.

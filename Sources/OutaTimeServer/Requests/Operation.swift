@@ -82,7 +82,7 @@ extension Server {
     /// The counters; `slowest_channels` from the channels of `scope`, or
     /// empty without one (`/metrics` names no channel, so it skips the scan).
     func statsResult(slowestIn scope: ChannelScope? = nil) -> StatsResult {
-        let writerStats = writer.stats
+        let writerStats = store.stats
         return StatsResult(
             server: Self.version,
             uptimeS: Int(Date().timeIntervalSince(startedAt)),
@@ -101,7 +101,7 @@ extension Server {
             commands: counters.commands,
             storeBatches: writerStats.batchesCommitted,
             storeLargestBatch: writerStats.largestBatch,
-            storeBacklog: writer.backlog,
+            storeBacklog: store.backlog,
             storeCommitUs: Int(writerStats.commitNanoseconds / 1000),
             storeTextBytes: store.textBytesWritten,
             slowConsumerCloses: counters.slowConsumerCloses,

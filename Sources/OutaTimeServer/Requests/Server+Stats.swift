@@ -45,6 +45,6 @@ extension Server {
         for channel in channels.values where channel.pipeline.isDurable {
             byKind[channel.name.kind.rawValue, default: 0] += 1
         }
-        return metrics.render(statsResult(), channelsByKind: byKind, writer: writer.stats)
+        return metrics.render(statsResult(), channelsByKind: byKind, writer: store.stats)
     }
 }

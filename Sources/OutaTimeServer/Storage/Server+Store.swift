@@ -1,9 +1,10 @@
 import Foundation
+import Logging
 import OutaTimeProtocol
 import OutaTimeStore
 import UV
 
-/// What a ticket handed to the store writer was for; its outcome comes back
+/// What a ticket handed to the store was for; its outcome comes back
 /// through the loop's inbox (``ServerMessage/committed(_:)``).
 enum PendingWrite {
     /// A new channel's creation.
@@ -17,15 +18,23 @@ enum PendingWrite {
 }
 
 extension Server {
-    /// Hands `writes` to the group-commit writer; ``storeCommitted(_:)``
-    /// gets the outcome.
+    /// Hands `writes` to the store (one call per submission, which is one
+    /// channel's batch, never one per event); ``storeCommitted(_:)`` gets
+    /// the outcome.
     func submit(_ writes: [StoreWrite], for purpose: PendingWrite) {
         nextTicket += 1
         pendingWrites[nextTicket] = purpose
-        writer.submit(writes, ticket: nextTicket)
+        store.submit(writes, ticket: nextTicket)
     }
 
-    /// The writer's outcomes, in submission order: queued behind any not
+    /// Log metadata naming where channels are stored: the backend, and
+    /// the file for SQLite.
+    var storeMetadata: Logger.Metadata {
+        guard case .sqlite = config.storage else { return ["store": "\(store.backendName)"] }
+        return ["store": "\(store.backendName)", "db": "\(config.databasePath)"]
+    }
+
+    /// The store's outcomes, in submission order: queued behind any not
     /// yet acted on (``reportCommits()``).
     func storeCommitted(_ commits: [StoreCommit]) {
         // One report is one group: its size and time are on every ticket.
@@ -71,8 +80,8 @@ extension Server {
         }
     }
 
-    /// Reads durable events off the loop thread (the pool reads concurrently
-    /// with the writer); `completion` runs on the loop thread. `through` is
+    /// Reads durable events off the loop thread (reads run concurrently
+    /// with commits: ``DurableStore``); `completion` runs on the loop thread. `through` is
     /// the channel's seq when asked: a later event may already be committed
     /// but not yet reported (nor broadcast), and is not read.
     func readHistory(channel: String, after: Int64, through: Int64, limit: Int,

@@ -1,11 +1,15 @@
-/// Where durable channel state lives: SQLite on one node (``Store`` with its
-/// ``StoreWriter``), NATS JetStream in a cluster (`JetStreamStore`, in the
-/// `OutaTimeCluster` module). The server sees only this protocol.
+/// Where durable channel state lives: SQLite on one node (``SQLiteStore``:
+/// a ``Store`` with its ``StoreWriter``), NATS JetStream in a cluster
+/// (`JetStreamStore`, in the `OutaTimeCluster` module). The server sees only
+/// this protocol, and picks the backend through `ServerConfig.storage`.
 ///
 /// Writes are asynchronous and grouped: ``submit(_:ticket:)`` returns at
-/// once, and the outcome of every ticket is reported exactly once, off the
-/// caller's thread, through the sink the backend was opened with (the
-/// server's inbox, which hops to the loop with `uv_async_send`). Reads are
+/// once, and the outcome of every ticket is reported exactly once through
+/// the sink the backend was opened with (the server's inbox, which hops to
+/// the loop with `uv_async_send`): off the caller's thread, except a
+/// submission refused after ``close()``, which may be reported before
+/// `submit` returns. The sink gets one call per group, with every ticket of
+/// the group. Reads are
 /// synchronous and may block: call them from the loop only while starting,
 /// or from another thread (the server reads history on the Dispatch pool).
 ///
@@ -16,9 +20,18 @@
 /// - an `appendEvents` whose first seq does not follow the stored seq is
 ///   refused with ``StoreError/seqMismatch(channel:expected:stored:)``, so a
 ///   channel's log never has a gap or a fork;
+/// - a write naming a channel never created is refused with
+///   ``StoreError/unknownChannel(_:)``, and `dropEmptyChannel` of a channel
+///   with events with ``StoreError/notEmpty(channel:seq:)``;
+/// - a submission after ``close()`` is reported failed with
+///   ``StoreFailure/writerClosed``;
 /// - a reported success is durable in the backend's sense (SQLite: fsynced
 ///   with `synchronous = FULL`; JetStream: written to the OS on a quorum of
-///   servers, fsynced later; docs/CLUSTER.md).
+///   servers, fsynced later; docs/CLUSTER.md), and a new instance opened on
+///   the same data loads it.
+///
+/// The functions of the `OutaTimeStoreConformance` test library check each
+/// point against any backend.
 public protocol DurableStore: AnyObject, Sendable {
     /// Queues `writes` to be committed together (all or none) and returns
     /// at once; the outcome is reported under `ticket`. After ``close()``

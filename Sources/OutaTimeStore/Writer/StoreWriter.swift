@@ -93,6 +93,10 @@ public final class StoreWriter: Sendable {
         }
     }
 
+    /// Whether the writer thread has ended: everything submitted is
+    /// reported. False after a ``close()`` called from `onCommit`.
+    var isFinished: Bool { inbox.isFinished }
+
     /// Counters since start.
     public var stats: WriterStats { inbox.stats }
 

@@ -104,6 +104,9 @@ final class WriterInbox: @unchecked Sendable {
         }
     }
 
+    /// Whether the writer thread has ended (after ``markFinished()``).
+    var isFinished: Bool { condition.withLock { finished } }
+
     func waitUntilFinished() {
         condition.withLock {
             while !finished { condition.wait() }
