@@ -105,7 +105,11 @@ let package = Package(
             name: "OutaTimeDomainTests",
             dependencies: ["OutaTimeDomain", "OutaTimeProtocol", "OutaTimeTestKit", "OutaTimeFuzzChecks"]
         ),
-        .testTarget(name: "OutaTimeStoreTests", dependencies: ["OutaTimeStore"]),
+        // The behaviours every DurableStore keeps, as functions over a
+        // backend factory: run against SQLite by OutaTimeStoreTests, and
+        // against any other backend by its own tests. No GRDB, no files.
+        .target(name: "OutaTimeStoreConformance", dependencies: ["OutaTimeStore"], path: "Tests/OutaTimeStoreConformance"),
+        .testTarget(name: "OutaTimeStoreTests", dependencies: ["OutaTimeStore", "OutaTimeStoreConformance"]),
         .testTarget(
             name: "OutaTimeServerTests",
             dependencies: ["OutaTimeServer", "OutaTimeProtocol", "OutaTimeTestSupport", "OutaTimeTestKit", "outatime-server", "outatime", "outatime-load"]
