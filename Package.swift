@@ -112,7 +112,7 @@ let package = Package(
         .testTarget(name: "OutaTimeStoreTests", dependencies: ["OutaTimeStore", "OutaTimeStoreConformance"]),
         .testTarget(
             name: "OutaTimeServerTests",
-            dependencies: ["OutaTimeServer", "OutaTimeProtocol", "OutaTimeTestSupport", "OutaTimeTestKit", "outatime-server", "outatime", "outatime-load"]
+            dependencies: ["OutaTimeServer", "OutaTimeProtocol", "OutaTimeStore", "OutaTimeTestSupport", "OutaTimeTestKit", "outatime-server", "outatime", "outatime-load"]
         ),
         .testTarget(
             name: "OutaTimeClientTests",
