@@ -8,6 +8,7 @@ public struct ConformanceCheck: Sendable, CustomStringConvertible {
     /// with Swift Testing (`#expect`), a backend that stops answering throws.
     public let run: @Sendable (DurableStoreHarness) throws -> Void
 
+    /// The name, as Swift Testing shows the argument.
     public var description: String { name }
 }
 

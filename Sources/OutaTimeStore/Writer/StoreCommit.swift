@@ -1,8 +1,9 @@
 import GRDB
 
-/// The outcome of one submission to the ``StoreWriter``.
+/// The outcome of one submission to a ``DurableStore`` (with SQLite, to
+/// the ``StoreWriter``).
 public struct StoreCommit: Sendable, Equatable {
-    /// The ticket given to ``StoreWriter/submit(_:ticket:)``.
+    /// The ticket given to ``DurableStore/submit(_:ticket:)``.
     public var ticket: UInt64
     /// Why the submission was not stored, or nil when it is committed (on
     /// disk, fsynced) and its events may be broadcast.
@@ -44,7 +45,7 @@ public enum StoreFailure: Error, Sendable, Equatable, CustomStringConvertible {
     /// SQLite failed: its primary result code (`SQLITE_FULL`, `SQLITE_READONLY`,
     /// …; 0 when the error came from elsewhere) and its message.
     case database(code: Int32, message: String)
-    /// The writer was closed before the submission reached it.
+    /// The store (its writer) was closed before the submission reached it.
     case writerClosed
 
     /// Classifies an error thrown while applying a write.
