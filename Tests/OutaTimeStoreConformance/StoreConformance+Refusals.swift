@@ -86,8 +86,8 @@ extension DurableStoreConformance {
         #expect(try open.store.history(channel: "laps/x", after: 0, through: .max, limit: 10).isEmpty)
 
         #expect(try open.failure(of: [.create("laps/a")]) == nil)
-        #expect(try open.failure(of: [.createChannel(ChannelRecord(name: "laps/a", kind: "laps", seq: 0, state: #"{"v":"again"}"#))])
-            != nil, "a second creation of the same channel fails")
+        let again = ChannelRecord(name: "laps/a", kind: "laps", seq: 0, state: #"{"v":"again"}"#)
+        #expect(try open.failure(of: [.createChannel(again)]) != nil, "a second creation of the same channel fails")
         #expect(try open.store.channel(named: "laps/a") == .empty("laps/a"))
     }
 
@@ -96,7 +96,8 @@ extension DurableStoreConformance {
     public static func dropEmptyChannel(_ harness: DurableStoreHarness) throws {
         let open = try OpenStore(harness)
         defer { open.store.close() }
-        #expect(try open.failure(of: [.create("laps/full"), .create("laps/empty"), .append("laps/full", 1...2, withState: false)]) == nil)
+        #expect(try open.failure(of: [.create("laps/full"), .create("laps/empty"),
+                                      .append("laps/full", 1...2, withState: false)]) == nil)
 
         #expect(try open.failure(of: [.dropEmptyChannel("laps/full")]) == .refused(.notEmpty(channel: "laps/full", seq: 2)))
         #expect(try open.store.channel(named: "laps/full")?.seq == 2)

@@ -9,9 +9,9 @@
 /// the loop with `uv_async_send`): off the caller's thread, except a
 /// submission refused after ``close()``, which may be reported before
 /// `submit` returns. The sink gets one call per group, with every ticket of
-/// the group. Reads are
-/// synchronous and may block: call them from the loop only while starting,
-/// or from another thread (the server reads history on the Dispatch pool).
+/// the group. Reads are synchronous and may block: call them from the loop
+/// only while starting, or from another thread (the server reads history
+/// on the Dispatch pool).
 ///
 /// The contract every backend keeps (the store conformance suite checks it):
 /// - a submission is all or nothing;
@@ -35,7 +35,9 @@
 public protocol DurableStore: AnyObject, Sendable {
     /// Queues `writes` to be committed together (all or none) and returns
     /// at once; the outcome is reported under `ticket`. After ``close()``
-    /// the submission is refused and reported as failed.
+    /// the submission is refused and reported failed
+    /// (``StoreFailure/writerClosed``). One call per submission: keep the
+    /// cost per event inside the backend, off the caller's thread.
     func submit(_ writes: [StoreWrite], ticket: UInt64)
 
     /// Lets a backend opened paused (tests build a known group) commit.
