@@ -1,3 +1,4 @@
+import Foundation
 import OutaTimeStore
 import Testing
 
@@ -117,6 +118,11 @@ extension DurableStoreConformance {
         #expect(try open.failure(of: [.saveState(channel: "timers/t", state: #"{"live":4}"#)]) == nil)
         let record = try #require(try open.store.channel(named: "timers/t"))
         #expect(record.seq == 4 && record.stateSeq == 4 && record.state == #"{"live":4}"#)
+        // Live values (a running countdown) are as of `stateAt`: the
+        // server resumes them from it after a restart.
+        let storedAt = try #require(record.stateAt.flatMap { ISO8601DateFormatter().date(from: $0) },
+                                    "stateAt \(String(describing: record.stateAt)) is an ISO 8601 time")
+        #expect(abs(storedAt.timeIntervalSinceNow) < 120, "stateAt \(storedAt) is the moment of the save")
         #expect(try open.store.history(channel: "timers/t", after: 0, through: .max, limit: 10).map(\.seq) == [1, 2, 3, 4])
         // Without events too: an empty channel's state is replaced at seq 0.
         #expect(try open.failure(of: [.create("timers/u"), .saveState(channel: "timers/u", state: #"{"u":1}"#)]) == nil)

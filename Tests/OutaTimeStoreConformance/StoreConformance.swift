@@ -33,7 +33,7 @@ public enum DurableStoreConformance {
         ConformanceCheck(name: "history pages with after, limit and through", run: historyPaging),
         ConformanceCheck(name: "oldestRetainedSeq: nil without events, then the first kept", run: oldestRetainedSeq),
         ConformanceCheck(name: "meta round trip, overwritten", run: metaRoundTrip),
-        ConformanceCheck(name: "saveState replaces the state as of the current seq", run: saveState),
+        ConformanceCheck(name: "saveState replaces the state as of the current seq, stored at now", run: saveState),
         ConformanceCheck(name: "a seq that does not follow is refused (seqMismatch), nothing stored",
                          run: seqMismatchRefused),
         ConformanceCheck(name: "a gap before or inside the events is refused, nothing stored", run: gapRefused),

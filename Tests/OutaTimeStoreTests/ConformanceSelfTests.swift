@@ -31,7 +31,7 @@ import Testing
 
 /// One way a backend may break the ``DurableStore`` contract.
 enum Flaw: String, CaseIterable, Sendable {
-    case loadsUnsorted, ignoresThrough, hidesStateSeq, reportsTwice, reversesGroups
+    case loadsUnsorted, ignoresThrough, hidesStateSeq, forgetsStateTime, reportsTwice, reversesGroups
     case dropsReportsAtClose, acceptsAfterClose, losesDataOnReopen
 
     /// The check that must notice it.
@@ -40,6 +40,7 @@ enum Flaw: String, CaseIterable, Sendable {
         case .loadsUnsorted: "a created channel loads, ordered by name"
         case .ignoresThrough: "history pages with after, limit and through"
         case .hidesStateSeq: "appends with and without a state: a reader replays after stateSeq"
+        case .forgetsStateTime: "saveState replaces the state as of the current seq, stored at now"
         case .reportsTwice, .reversesGroups: "every ticket reported once, each channel's outcomes in submission order"
         case .dropsReportsAtClose: "close reports everything submitted"
         case .acceptsAfterClose: "a submission after close is reported failed (writerClosed)"
@@ -98,6 +99,7 @@ final class FlawedStore: DurableStore {
     func channel(named name: String) throws -> ChannelRecord? {
         guard var record = try inner.channel(named: name) else { return nil }
         if flaw == .hidesStateSeq { record.stateSeq = record.seq }
+        if flaw == .forgetsStateTime { record.stateAt = nil }
         return record
     }
 
