@@ -23,7 +23,9 @@ extension Server {
             throw ProtocolError(.notSubscribed,
                 "'\(action)' works on this connection's views of '\(name)', which needs a subscription: subscribe to '\(name)' first")
         }
-        let channel = try openChannel(name)
+        // A `watch` connection's read-only action on a channel that does
+        // not exist runs on its stand-in (``channelToRead(_:for:)``).
+        let channel = try channelToRead(name, for: session)
         guard channel.pipeline.isDurable else { return .retry(channel) }
         counters.commands += 1
 
@@ -35,6 +37,11 @@ extension Server {
         } catch {
             if error.code == .channelFull { counters.channelItemsRefused += 1 }
             throw error
+        }
+        guard channels[channel.key] === channel else {
+            // A stand-in (read-only, so no events): nothing to keep.
+            session.reply(request.id, outcome.reply)
+            return .replied
         }
         guard !outcome.events.isEmpty else {
             replanClock(channel)
