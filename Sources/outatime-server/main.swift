@@ -148,7 +148,8 @@ struct OutaTimeServerCommand: ParsableCommand {
         Channels one token may create (counted per tokens-file entry over all its connections; per \
         connection without --tokens) among those the server holds. One more is refused \
         'quota_exceeded'; a channel forgotten idle and empty frees its place. Counts start at 0 \
-        at each start. 0: no limit but --max-channels.
+        at each start. 0: no limit but --max-channels. A watch connection creates no channel: \
+        it reads one that does not exist as new and empty.
         """, valueName: "n"))
     var maxChannelsPerToken = 1_000
 
