@@ -38,8 +38,10 @@ extension Server {
             if error.code == .channelFull { counters.channelItemsRefused += 1 }
             throw error
         }
-        guard channels[channel.key] === channel else {
-            // A stand-in (read-only, so no events): nothing to keep.
+        if session.role < .operate, channels[channel.key] !== channel {
+            // A stand-in (read-only, so no events): nothing to keep. Only
+            // a watch connection can have one: no extra lookup on the
+            // operators' hot path.
             session.reply(request.id, outcome.reply)
             return .replied
         }
