@@ -63,7 +63,10 @@ EXPOSE 1985 9090
 # (see README.md).
 # Healthy while the store's writes succeed: GET /healthz over bash's
 # /dev/tcp (the image has no HTTP client) on the --http port below.
+# --http-public: the HTTP listener binds every interface of the container
+# so that the published port reaches it; compose publishes it on the
+# host's loopback only.
 HEALTHCHECK --interval=30s --timeout=3s --start-period=10s --retries=3 \
   CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/9090 && printf 'GET /healthz HTTP/1.0\\r\\n\\r\\n' >&3 && head -n 1 <&3 | grep -q ' 200 '"]
 
-CMD ["outatime-server", "--host", "0.0.0.0", "--port", "1985", "--db", "/data/outatime.sqlite", "--allow-anonymous", "--allow-plaintext", "--http", "0.0.0.0:9090"]
+CMD ["outatime-server", "--host", "0.0.0.0", "--port", "1985", "--db", "/data/outatime.sqlite", "--allow-anonymous", "--allow-plaintext", "--http", "0.0.0.0:9090", "--http-public"]

@@ -103,6 +103,13 @@ final class Server {
     /// connection waiting: libuv watches it again once that one is accepted.
     var httpAcceptPaused = false
     var nextHTTPSerial = 0
+    /// Channels each token (each connection without tokens) created
+    /// (``ServerConfig/maxChannelsPerToken``).
+    var channelQuotas = ChannelQuotas()
+    /// HTTP connections held per client IP address
+    /// (``ServerConfig/maxHTTPConnectionsPerAddress``); an address goes
+    /// when its last connection closes.
+    var httpAddresses: [String: Int] = [:]
     /// HTTP connections whose next heads wait for the next loop iteration
     /// (``Server/answerHTTP(_:)``).
     var httpTurns: Deque<HTTPConnection> = []

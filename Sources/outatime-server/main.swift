@@ -62,9 +62,23 @@ struct OutaTimeServerCommand: ParsableCommand {
         Serve HTTP on HOST:PORT ([IPv6]:PORT, or a bare PORT on 127.0.0.1; 0 picks a free port, printed as \
         'http listening on HOST:PORT'): GET /metrics (Prometheus text format), GET /healthz (200 while the \
         store writer is not failing, else 503) and GET /readyz (200 while running, 503 while shutting down). \
-        Off by default.
+        Off by default. A non-loopback address needs --http-public. Each client address may hold \
+        --http-max-connections-per-address connections; a request head must arrive whole within 2 s.
         """, valueName: "host:port"))
     var http: String?
+
+    @Flag(help: """
+        Allow --http on a non-loopback address (0.0.0.0, a public IP): anyone who can connect then reads \
+        /metrics (load, limits, version). Prefer 127.0.0.1 and a scraper on the same host; with this flag, \
+        firewall the port to your monitoring.
+        """)
+    var httpPublic = false
+
+    @Option(help: ArgumentHelp("""
+        HTTP connections one client IP address may hold at once (127.0.0.1 counts like any address). \
+        One more is answered 503 and closed, so one address cannot take the slots others' /healthz needs.
+        """, valueName: "n"))
+    var httpMaxConnectionsPerAddress = 16
 
     @Flag(help: "Allow a plaintext listener on a non-loopback --host (tokens and boards cross the network in clear).")
     var allowPlaintext = false
@@ -125,10 +139,19 @@ struct OutaTimeServerCommand: ParsableCommand {
 
     @Option(help: ArgumentHelp("""
         Channels the server holds at once (memory and database). Creating one more \
-        (subscribe, get or command on a new name) is answered 'server_busy'; existing \
-        channels go on.
+        (subscribe, get or command on a new name, by role operate or admin) is answered \
+        'server_busy'; existing channels go on.
         """, valueName: "n"))
     var maxChannels = 100_000
+
+    @Option(help: ArgumentHelp("""
+        Channels one token may create (counted per tokens-file entry over all its connections; per \
+        connection without --tokens) among those the server holds. One more is refused \
+        'quota_exceeded'; a channel forgotten idle and empty frees its place. Counts start at 0 \
+        at each start. 0: no limit but --max-channels. A watch connection creates no channel: \
+        it reads one that does not exist as new and empty.
+        """, valueName: "n"))
+    var maxChannelsPerToken = 1_000
 
     @Option(help: ArgumentHelp("""
         Items one channel may hold: timers of a list, dispatches of a board, laps of a stopwatch. \
@@ -204,6 +227,9 @@ struct OutaTimeServerCommand: ParsableCommand {
         if let maxConnections { config.maxConnections = maxConnections }
         config.maxConnectionsPerAddress = maxConnectionsPerAddress
         config.maxChannels = maxChannels
+        config.maxChannelsPerToken = maxChannelsPerToken
+        config.httpPublic = httpPublic
+        config.maxHTTPConnectionsPerAddress = httpMaxConnectionsPerAddress
         config.maxChannelItems = maxChannelItems
         config.maxFailedHellos = maxFailedHellos
         config.maxRequestsPerSecond = maxRequestsPerSecond

@@ -93,7 +93,10 @@ struct HTTPListenerTests {
 
     @Test("over the HTTP connection cap new connections wait in the kernel's queue, unanswered and costing nothing, and are served in order as slots free; protocol pings still answer")
     func idleCrowd() throws {
-        try withTestServer(Self.configure) { server in
+        try withTestServer({ config in
+            Self.configure(&config)
+            config.maxHTTPConnectionsPerAddress = 1_000  // one address here: the global cap is tested
+        }) { server in
             let board = try server.connectReady(name: "board")
             let cap = ServerConfig().maxHTTPConnections
             let held = try (0..<cap).map { _ in try TestClient(port: server.httpPort) }
@@ -156,11 +159,11 @@ struct HTTPListenerTests {
         }
     }
 
-    @Test("a head that does not arrive within the hello timeout gets 408 and a close")
+    @Test("a head that does not arrive within the head timeout gets 408 and a close")
     func slowHead() throws {
         try withTestServer({ config in
             Self.configure(&config)
-            config.helloTimeoutMs = 300
+            config.httpHeadTimeoutMs = 300
         }) { server in
             let client = try TestClient(port: server.httpPort)
             try client.sendRaw(Array("GET /healthz HTTP/1.1\r\nHost:".utf8))

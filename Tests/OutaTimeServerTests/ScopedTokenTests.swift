@@ -167,3 +167,32 @@ struct ScopedTokenTests {
         #expect(table.entries.map(\.role) == [.watch, .admin])
     }
 }
+
+/// `stats` reports server-wide figures: a token limited to some channels
+/// may not read them unless it is admin.
+@Suite("stats and scoped tokens", .timeLimit(.minutes(3)))
+struct ScopedStatsTests {
+    @Test("a scoped non-admin token's stats (json or prometheus) is forbidden, naming its scope; unscoped and admin tokens read it")
+    func scopedStatsForbidden() throws {
+        let file = try TokensFile(ScopedTokenTests.entries + [
+            tokenEntry("lobby-admin-1955", "Lobby admin", "admin", channels: ["starport/lobby"]),
+            tokenEntry("watch-all-1985", "Watch all", "watch"),
+        ])
+        try withTestServer(file.configure) { server in
+            let lobby = try server.connectReady(token: "lobby-board-1885")
+            for fields in [[:], ["format": "prometheus"]] as [[String: Any]] {
+                let refused = try lobby.request("stats", fields)
+                #expect(refused.errorCode == .forbidden, "\(describe([refused]))")
+                #expect((refused.errorMessage ?? "").contains("starport/lobby"), "\(refused.errorMessage ?? "")")
+            }
+            let scopedOperator = try server.connectReady(token: "timer-op-2015")
+            #expect(try scopedOperator.request("stats").errorCode == .forbidden)
+            #expect(try lobby.request("ping").isOK)
+            for token in ["watch-all-1985", "lobby-admin-1955", "doc-admin-1955"] {
+                let client = try server.connectReady(token: token)
+                #expect(try client.call("stats")[int: "connections"] != nil, "\(token)")
+            }
+        }
+        withExtendedLifetime(file) {}
+    }
+}

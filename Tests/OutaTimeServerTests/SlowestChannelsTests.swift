@@ -84,11 +84,11 @@ struct SlowestChannelsTests {
         }
     }
 
-    @Test("a scoped token sees only its own channels in slowest_channels")
+    @Test("a scoped admin token sees only its own channels in slowest_channels (a scoped watch token gets no stats)")
     func scoped() throws {
         let tokens = [
             AccessToken(token: "doc-1955", name: "Doc", role: .operate),
-            AccessToken(token: "car-3-board", name: "Board", role: .watch,
+            AccessToken(token: "car-3-board", name: "Board", role: .admin,
                         scope: .only([.exact(try ChannelName.parse("delorean/car-3"))])),
         ]
         try withTestServer({ Self.slowTicks(&$0); $0.tokens = tokens }) { server in

@@ -45,6 +45,9 @@ public enum ErrorCode: String, Sendable, Codable, CaseIterable {
     /// The action would add an item (a timer, a dispatch, a lap) to a
     /// channel that holds the most the server allows (`--max-channel-items`).
     case channelFull = "channel_full"
+    /// Creating the channel would exceed what one token (one connection
+    /// without tokens) may create (`--max-channels-per-token`).
+    case quotaExceeded = "quota_exceeded"
 
     // Domain
     /// A starport ship model that is not in the catalog.

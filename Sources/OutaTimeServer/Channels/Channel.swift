@@ -21,6 +21,9 @@ final class Channel {
     /// Sessions whose parked request runs again when the channel is ready
     /// (created, or its commits done).
     var waiters: [Session] = []
+    /// Whose quota the channel counts against (``ChannelQuotas``); nil for
+    /// a channel loaded at start.
+    var creator: ChannelCreator?
 
     init(name: ChannelName, state: any ChannelBehaviour, pipeline: CommitPipeline) {
         self.name = name

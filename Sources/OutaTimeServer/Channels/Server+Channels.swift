@@ -23,12 +23,25 @@ extension Server {
     }
 
     /// The channel named `name`, created with its kind's initial state on
-    /// first reference. A new channel is usable once its creation is
-    /// committed (``CommitPipeline/isDurable``); meanwhile requests retry.
-    /// Throws `server_busy` when the server holds ``ServerConfig/maxChannels``.
-    func openChannel(_ name: ChannelName) throws(ProtocolError) -> Channel {
+    /// first reference by `session`. A new channel is usable once its
+    /// creation is committed (``CommitPipeline/isDurable``); meanwhile
+    /// requests retry. Throws `quota_exceeded` when the session's token
+    /// created ``ServerConfig/maxChannelsPerToken`` of the channels held,
+    /// `server_busy` when the server holds ``ServerConfig/maxChannels``.
+    func openChannel(_ name: ChannelName, for session: Session) throws(ProtocolError) -> Channel {
         let key = name.description
         if let channel = channels[key] { return channel }
+        let creator = session.channelCreator
+        let quota = config.maxChannelsPerToken
+        guard quota == 0 || channelQuotas.count(of: creator) < quota else {
+            counters.channelsOverQuota += 1
+            let who = session.credential.map { "token '\($0.name)'" } ?? "this connection"
+            throw ProtocolError(.quotaExceeded,
+                "cannot create channel '\(key)': \(who) created \(quota) of the channels the server holds, "
+                    + "its maximum (--max-channels-per-token \(quota)); existing channels can still be used, and "
+                    + "channels without events or subscribers are forgotten after \(config.idleChannelMs / 1000) s "
+                    + "(--idle-channel-s)")
+        }
         guard channels.count < config.maxChannels else {
             counters.channelsRefused += 1
             throw ProtocolError(.serverBusy,
@@ -38,6 +51,8 @@ extension Server {
         }
         let state = name.kind.initialState(now: clock.now)
         let channel = Channel(name: name, state: state, pipeline: .creating())
+        channel.creator = creator
+        channelQuotas.created(by: creator)
         channels[key] = channel
         let record = ChannelRecord(name: key, kind: name.kind.rawValue, seq: 0, state: state.jsonText())
         submit([.createChannel(record)], for: .creation(channel))
@@ -50,6 +65,7 @@ extension Server {
         var error: ProtocolError?
         if let failure {
             channels[channel.key] = nil
+            if let creator = channel.creator { channelQuotas.released(by: creator) }
             error = ProtocolError(.internal, "could not store the new channel \(channel.key): \(failure)")
         } else {
             channel.pipeline.created()
@@ -90,6 +106,7 @@ extension Server {
             guard now >= since + limit else { continue }
             idleCandidates[key] = nil
             channels[key] = nil
+            if let creator = channel.creator { channelQuotas.released(by: creator) }
             dropped.append(.dropEmptyChannel(key))
         }
         guard !dropped.isEmpty else { return }

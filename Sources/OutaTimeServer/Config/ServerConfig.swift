@@ -61,6 +61,20 @@ public struct ServerConfig: Sendable {
     /// HTTP connections open at once; newer ones wait in the kernel's queue
     /// (the listener stops accepting) until one closes.
     public var maxHTTPConnections = 256
+    /// HTTP connections one client IP address may hold at once (loopback
+    /// counts like any address). One more is answered `503` and closed
+    /// without being read, so that one address cannot hold the slots of
+    /// ``maxHTTPConnections`` that everyone else's `/healthz` needs.
+    public var maxHTTPConnectionsPerAddress = 16
+    /// An HTTP connection's request head must arrive whole within this
+    /// long: from the accept for its first head, from the head's first
+    /// byte for a later one. Otherwise `408` (if part of a head came) and a
+    /// close. An idle kept-alive connection between heads is closed at
+    /// ``helloTimeoutMs``.
+    public var httpHeadTimeoutMs = 2_000
+    /// Allow the HTTP listener on a non-loopback address (`--http-public`):
+    /// `/metrics` names the server's load and limits to whoever connects.
+    public var httpPublic = false
     /// A connection that has not sent `hello` within this time is closed.
     /// For TLS, the handshake counts within this time.
     public var helloTimeoutMs = 10_000
@@ -92,6 +106,13 @@ public struct ServerConfig: Sendable {
     /// existing channels go on. Each channel costs about 0.5 KiB of memory
     /// and 0.3 KiB of disk before its first event.
     public var maxChannels = 100_000
+    /// Channels one token may create (counted per tokens-file entry across
+    /// its connections; per connection without `--tokens`) that the server
+    /// still holds: a channel forgotten idle and empty gives its place
+    /// back. Creating one more is refused with `quota_exceeded` naming
+    /// `--max-channels-per-token`. Counted in memory: a restart starts
+    /// every count at 0. 0: no limit (only ``maxChannels``).
+    public var maxChannelsPerToken = 1_000
     /// Items one channel may hold: timers of a list, dispatches of a board,
     /// laps of a stopwatch. An action that would add one more is refused
     /// with `channel_full` naming `--max-channel-items`; a channel stored
@@ -214,6 +235,17 @@ public struct ServerConfig: Sendable {
             try require(tls != nil, "--tls-port needs --tls-cert FILE and --tls-key FILE")
         } else {
             try require(tls == nil, "--tls-cert and --tls-key need --tls-port PORT (the TLS listener)")
+        }
+        try require(maxHTTPConnectionsPerAddress >= 1,
+                    "--http-max-connections-per-address \(maxHTTPConnectionsPerAddress) must be at least 1")
+        try require((1...60_000).contains(httpHeadTimeoutMs),
+                    "httpHeadTimeoutMs \(httpHeadTimeoutMs) is out of range (1…60000 ms)")
+        try require(maxChannelsPerToken >= 0,
+                    "--max-channels-per-token \(maxChannelsPerToken) must be at least 0 (0: no limit)")
+        if let http, !Self.isLoopback(http.host), !httpPublic {
+            throw ConfigError(message: "refusing --http on non-loopback address \(http.host): /metrics, /healthz and "
+                + "/readyz would answer anyone who can connect (the server's load, limits and version). Keep it on "
+                + "127.0.0.1 (--http 127.0.0.1:9090, or a bare port), or pass --http-public to accept that.")
         }
         try require(plainListener || tlsPort != nil, "--no-plain needs a TLS listener (--tls-port, --tls-cert, --tls-key)")
         try require(tlsHandshakesPerIteration >= 1, "tlsHandshakesPerIteration \(tlsHandshakesPerIteration) must be at least 1")

@@ -4,18 +4,25 @@ import UV
 /// One connection to the HTTP listener: bytes in, request heads out
 /// (``HTTPHeadParser``), one response per head, in order. Requests have no
 /// body; a connection keeps alive as HTTP/1.1 says, and is closed after a
-/// refused head, at the hello timeout without a complete head, and when
-/// the server stops. The server takes its heads one at a time
+/// refused head, at the head timeout with an incomplete head, at the hello
+/// timeout idle between heads, and when the server stops. The server takes its heads one at a time
 /// (``nextHead()``), so that pipelined heads wait while their answers are
 /// not read (``Server/answerHTTP(_:)``).
 final class HTTPConnection {
     let serial: Int
     let stream: TCPStream
+    /// The client's IP address, its key in ``Server/httpAddresses`` (nil
+    /// if the peer's address could not be read).
+    let peerHost: String?
     /// Bytes received and not yet consumed by a head.
     private var buffer: [UInt8] = []
     private var parser = HTTPHeadParser()
-    /// When the current head began arriving (or the connection opened).
+    /// When the connection opened or its last answer was sent.
     private(set) var waitingSince: UInt64
+    /// When the head being awaited started: the accept for the first head,
+    /// the first byte of a later one; nil while a kept-alive connection
+    /// waits idle between heads (``ServerConfig/httpHeadTimeoutMs``).
+    private(set) var headStartedAt: UInt64?
     /// True once the connection is being closed: nothing more is read.
     private(set) var isClosing = false
     /// Loop time by which a connection closing after its last write is
@@ -25,15 +32,18 @@ final class HTTPConnection {
     /// per-iteration share of ``Server/answerHTTP(_:)``).
     var waitsForTurn = false
 
-    init(serial: Int, stream: TCPStream, now: UInt64) {
+    init(serial: Int, stream: TCPStream, peerHost: String?, now: UInt64) {
         self.serial = serial
         self.stream = stream
+        self.peerHost = peerHost
         waitingSince = now
+        headStartedAt = now
     }
 
     /// Keeps `bytes` for ``nextHead()``.
-    func receive(_ bytes: UnsafeRawBufferPointer) {
+    func receive(_ bytes: UnsafeRawBufferPointer, now: UInt64) {
         guard !isClosing else { return }
+        if headStartedAt == nil, bytes.count > 0 { headStartedAt = now }
         buffer.append(contentsOf: bytes)
     }
 
@@ -52,6 +62,8 @@ final class HTTPConnection {
     /// A response was written; the next head's wait starts now.
     func answered(at now: UInt64) {
         waitingSince = now
+        // A pipelined head already under way has its time from now.
+        headStartedAt = buffer.isEmpty ? nil : now
     }
 
     /// Whether part of a head has arrived (a slow head gets `408`).

@@ -53,9 +53,20 @@ extension Server {
         guard let tcp = try? listener.accept() else { return }
         tcp.setNoDelay()
         nextHTTPSerial += 1
-        let connection = HTTPConnection(serial: nextHTTPSerial, stream: tcp, now: loop.now)
+        let host = tcp.peerAddress?.host
+        let connection = HTTPConnection(serial: nextHTTPSerial, stream: tcp, peerHost: host, now: loop.now)
         httpConnections[connection.serial] = connection
         tcp.onWriteError = { [unowned self, unowned connection] _ in self.dropHTTP(connection) }
+        if let host {
+            let held = httpAddresses[host, default: 0]
+            httpAddresses[host] = held + 1
+            // Over its address's cap: a short 503 and a close, unread. Not
+            // left in the kernel's queue as at the global cap, where it
+            // would wait in front of other addresses' connections.
+            guard held < config.maxHTTPConnectionsPerAddress else {
+                return refuseHTTP(connection, host: host)
+            }
+        }
         do {
             try tcp.startReading(onData: { [unowned self, unowned connection] bytes in
                 self.receivedHTTP(bytes, on: connection)
@@ -67,8 +78,19 @@ extension Server {
         }
     }
 
+    /// Answers `503` to a connection whose address holds its cap, and
+    /// closes it: one small write, no read, no state beyond its close.
+    private func refuseHTTP(_ connection: HTTPConnection, host: String) {
+        counters.httpRefusedPerAddress += 1
+        logger.debug("http connection refused", metadata: ["peer": "\(host)", "limit": "\(config.maxHTTPConnectionsPerAddress)"])
+        let response = HTTPResponse(status: .serviceUnavailable, body: "too many HTTP connections from \(host): at most "
+            + "\(config.maxHTTPConnectionsPerAddress) at once (--http-max-connections-per-address); close one first\n")
+        connection.send(response.bytes(keepAlive: false, headOnly: false))
+        closeHTTP(connection)
+    }
+
     private func receivedHTTP(_ bytes: UnsafeRawBufferPointer, on connection: HTTPConnection) {
-        connection.receive(bytes)
+        connection.receive(bytes, now: loop.now)
         answerHTTP(connection)
     }
 
@@ -169,19 +191,24 @@ extension Server {
         }
     }
 
-    /// A connection without a complete head for the hello timeout is
-    /// closed (`408` if part of a head came), and so is one whose answers
-    /// were not read in that time (no `408`: it does not read); a closing
-    /// connection whose last answer is not read within the linger time is
-    /// closed at once.
+    /// A connection whose head does not arrive whole within the head
+    /// timeout (``ServerConfig/httpHeadTimeoutMs``) is closed, `408` if
+    /// part of it came; so is one idle between heads for the hello timeout,
+    /// and one whose answers were not read in that time (no `408`: it does
+    /// not read); a closing connection whose last answer is not read within
+    /// the linger time is closed at once.
     func sweepHTTP(now: UInt64) {
         let timeout = UInt64(config.helloTimeoutMs)
+        let headTimeout = UInt64(config.httpHeadTimeoutMs)
         for connection in Array(httpConnections.values) {
             if let deadline = connection.closeDeadline {
                 if now >= deadline { dropHTTP(connection) }
                 continue
             }
-            guard now - connection.waitingSince >= timeout else { continue }
+            // Unread answers are the client's wait, not a late head's.
+            let headLate = connection.stream.isDrained
+                && connection.headStartedAt.map { now - $0 >= headTimeout } ?? false
+            guard headLate || now - connection.waitingSince >= timeout else { continue }
             counters.httpTimeouts += 1
             if !connection.stream.isDrained {
                 dropHTTP(connection)
@@ -208,6 +235,9 @@ extension Server {
     /// A slot is free: the connection waiting at the cap, if any, is taken.
     private func httpConnectionClosed(_ connection: HTTPConnection) {
         httpConnections[connection.serial] = nil
+        if let host = connection.peerHost, let held = httpAddresses[host] {
+            httpAddresses[host] = held > 1 ? held - 1 : nil
+        }
         connection.stream.onDrained = nil
         guard httpAcceptPaused, let listener = httpListener else { return }
         httpAcceptPaused = false

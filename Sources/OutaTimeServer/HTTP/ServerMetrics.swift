@@ -72,6 +72,8 @@ final class ServerMetrics {
         counter("outatime_request_rate_pauses_total", stats.requestRatePauses,
                 help: "Times a connection's reading was paused (--max-requests-per-second)")
         counter("outatime_channels_refused_total", stats.channelsRefused, help: "Channel creations refused at --max-channels")
+        counter("outatime_channels_over_quota_total", stats.channelsOverQuota,
+                help: "Channel creations refused quota_exceeded at --max-channels-per-token")
         counter("outatime_channels_forgotten_total", stats.channelsForgotten, help: "Idle empty channels forgotten")
         if let http = stats.http {
             counter("outatime_http_requests_total", http["requests"] ?? 0, help: "HTTP requests answered")
@@ -79,10 +81,12 @@ final class ServerMetrics {
                     help: "HTTP request heads refused with a 4xx/5xx status")
             counter("outatime_http_refused_connections_total", http["refused_connections"] ?? 0,
                     help: "HTTP connections closed at accept while the server shuts down")
+            counter("outatime_http_refused_per_address_total", http["refused_per_address"] ?? 0,
+                    help: "HTTP connections answered 503 at accept: their address held --http-max-connections-per-address")
             counter("outatime_http_accept_pauses_total", http["accept_pauses"] ?? 0,
                     help: "Times the HTTP listener stopped accepting at its 256-connection cap (newer connections wait in the kernel's queue)")
             counter("outatime_http_timeouts_total", http["timeouts"] ?? 0,
-                    help: "HTTP connections closed for no complete head within the hello timeout")
+                    help: "HTTP connections closed for an incomplete head past the head timeout, or idle past the hello timeout")
             gauge("outatime_http_connections", http["open"] ?? 0, help: "Open HTTP connections")
         }
         counter("outatime_frames_in_total", stats.framesIn, help: "Frames received")

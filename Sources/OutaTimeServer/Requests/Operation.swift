@@ -119,6 +119,8 @@ extension Server {
             maxConnections: config.maxConnections,
             maxConnectionsPerAddress: config.maxConnectionsPerAddress,
             channelsRefused: counters.channelsRefused,
+            channelsOverQuota: counters.channelsOverQuota,
+            maxChannelsPerToken: config.maxChannelsPerToken,
             channelsForgotten: counters.channelsForgotten,
             maxChannels: config.maxChannels,
             channelItemsRefused: counters.channelItemsRefused,
@@ -126,7 +128,7 @@ extension Server {
             http: config.http == nil ? nil : [
                 "requests": counters.httpRequests, "refused_heads": counters.httpRefusedHeads,
                 "refused_connections": counters.httpRefused, "accept_pauses": counters.httpAcceptPauses,
-                "timeouts": counters.httpTimeouts,
+                "timeouts": counters.httpTimeouts, "refused_per_address": counters.httpRefusedPerAddress,
                 "open": httpConnections.count,
             ],
             hellosFailed: counters.hellosFailed,

@@ -23,7 +23,9 @@ extension Server {
             throw ProtocolError(.notSubscribed,
                 "'\(action)' works on this connection's views of '\(name)', which needs a subscription: subscribe to '\(name)' first")
         }
-        let channel = try openChannel(name)
+        // A `watch` connection's read-only action on a channel that does
+        // not exist runs on its stand-in (``channelToRead(_:for:)``).
+        let channel = try channelToRead(name, for: session)
         guard channel.pipeline.isDurable else { return .retry(channel) }
         counters.commands += 1
 
@@ -35,6 +37,13 @@ extension Server {
         } catch {
             if error.code == .channelFull { counters.channelItemsRefused += 1 }
             throw error
+        }
+        if session.role < .operate, channels[channel.key] !== channel {
+            // A stand-in (read-only, so no events): nothing to keep. Only
+            // a watch connection can have one: no extra lookup on the
+            // operators' hot path.
+            session.reply(request.id, outcome.reply)
+            return .replied
         }
         guard !outcome.events.isEmpty else {
             replanClock(channel)

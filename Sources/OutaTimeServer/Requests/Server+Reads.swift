@@ -8,8 +8,9 @@ extension Server {
     /// Largest `since`/`after` accepted: the contract's integer range.
     static let maxSeq: Int64 = 1 << 53
 
-    /// `subscribe`: join (creating the channel on first use), announce the
-    /// new watcher to the others, reply with a snapshot or the missed events.
+    /// `subscribe`: join (creating the channel on first use, unless the
+    /// role is `watch`: ``channelToRead(_:for:)``), announce the new
+    /// watcher to the others, reply with a snapshot or the missed events.
     func subscribe(_ request: Request, on session: Session) throws(ProtocolError) -> Handled {
         let name = try scopedChannel(request, for: session)
         let since = try request.optionalInt("since", in: 0...Self.maxSeq)
@@ -19,7 +20,7 @@ extension Server {
             throw ProtocolError(.tooManySubscriptions,
                 "cannot subscribe to '\(key)': this connection already has \(config.maxSubscriptionsPerSession) subscriptions (the limit); unsubscribe from one first")
         }
-        let channel = try openChannel(name)
+        let channel = try channelToRead(name, for: session)
         guard channel.pipeline.isSettled else { return .retry(channel) }
         if subscriptions.add(session, to: key) {
             broadcastPresence(channel: key, joined: [session.watcher], left: [], except: session)
@@ -86,13 +87,33 @@ extension Server {
         return .replied
     }
 
-    /// `get`: a snapshot without subscribing (creates the channel on first use).
+    /// `get`: a snapshot without subscribing (creates the channel on first
+    /// use, unless the role is `watch`).
     func get(_ request: Request, on session: Session) throws(ProtocolError) -> Handled {
-        let channel = try openChannel(try scopedChannel(request, for: session))
+        let channel = try channelToRead(try scopedChannel(request, for: session), for: session)
         guard channel.pipeline.isSettled else { return .retry(channel) }
         session.reply(request.id, GetReply(channel: channel.key, kind: channel.name.kind, seq: channel.seq,
                                            state: wireState(of: channel)))
         return .replied
+    }
+
+    /// The channel a read names. A `watch` connection creates none: a
+    /// channel that does not exist reads as new and empty (its kind's
+    /// initial state, seq 0) from a stand-in that is neither kept nor
+    /// stored, so reading costs no place under `--max-channels` or the
+    /// quotas. A subscription to it is kept by name
+    /// (``SubscriptionIndex``), so once someone who may create the channel
+    /// does, its events reach the watcher from seq 1 on, as to any
+    /// subscriber of a new channel.
+    func channelToRead(_ name: ChannelName, for session: Session) throws(ProtocolError) -> Channel {
+        if session.role < .operate, channels[name.description] == nil { return unstoredChannel(name) }
+        return try openChannel(name, for: session)
+    }
+
+    /// A new channel's stand-in for reads: its kind's initial state, seq 0.
+    func unstoredChannel(_ name: ChannelName) -> Channel {
+        Channel(name: name, state: name.kind.initialState(now: clock.now),
+                pipeline: CommitPipeline(storedSeq: 0, storedStateSeq: 0))
     }
 
     /// `list`: every durable channel in the connection's scope, optionally

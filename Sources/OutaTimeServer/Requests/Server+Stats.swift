@@ -15,7 +15,17 @@ extension Server {
     /// `prometheus` the text `/metrics` serves, so that a client shows the
     /// Prometheus view without an HTTP listener and without a renderer of
     /// its own. Both cost the same loop work as one scrape.
+    ///
+    /// The figures are server-wide (connections, traffic, channels by
+    /// kind), so a token limited to some channels (`channels`) may not
+    /// read them unless its role is admin: `forbidden`. Splitting every
+    /// counter by scope would cost each request a lookup per pattern.
     func stats(_ request: Request, on session: Session) throws(ProtocolError) -> Handled {
+        if case .only = session.scope, session.role < .admin {
+            throw ProtocolError(.forbidden,
+                "'stats' reports server-wide figures; this connection's token ('\(session.credential?.name ?? "?")') "
+                    + "is limited to the channels \(session.scope): stats needs a token without \"channels\" or role admin")
+        }
         if try request.optionalChoice("format", among: Self.statsFormats) == "prometheus" {
             recordsMetrics = true
             session.reply(request.id, PrometheusStatsResult(text: metricsText()))

@@ -26,14 +26,18 @@ struct ServerCounters {
     /// The HTTP listener: requests answered, heads refused (4xx/5xx from
     /// the parser), connections closed at accept while draining, times
     /// accepting paused at ``ServerConfig/maxHTTPConnections``,
-    /// connections timed out.
+    /// connections timed out, connections answered `503` at accept for
+    /// their address's cap (``ServerConfig/maxHTTPConnectionsPerAddress``).
     var httpRequests = 0
+    var httpRefusedPerAddress = 0
     var httpRefusedHeads = 0
     var httpRefused = 0
     var httpAcceptPauses = 0
     var httpTimeouts = 0
     /// Channel creations refused at ``ServerConfig/maxChannels``.
     var channelsRefused = 0
+    /// Channel creations refused at ``ServerConfig/maxChannelsPerToken``.
+    var channelsOverQuota = 0
     /// Idle empty channels forgotten (``ServerConfig/idleChannelMs``).
     var channelsForgotten = 0
     /// Actions refused `channel_full` at ``ServerConfig/maxChannelItems``.
@@ -119,12 +123,14 @@ struct StatsResult: Encodable {
     var maxConnections: Int
     var maxConnectionsPerAddress: Int
     var channelsRefused: Int
+    var channelsOverQuota: Int
+    var maxChannelsPerToken: Int
     var channelsForgotten: Int
     var maxChannels: Int
     var channelItemsRefused: Int
     var maxChannelItems: Int
-    /// `requests`, `refused_heads`, `refused_connections`, `accept_pauses`, `timeouts`, `open`
-    /// (absent without `--http`).
+    /// `requests`, `refused_heads`, `refused_connections`, `refused_per_address`,
+    /// `accept_pauses`, `timeouts`, `open` (absent without `--http`).
     var http: [String: Int]?
     var hellosFailed: Int
     var hellosLockedOut: Int
@@ -168,6 +174,8 @@ struct StatsResult: Encodable {
         case maxConnections = "max_connections"
         case maxConnectionsPerAddress = "max_connections_per_address"
         case channelsRefused = "channels_refused"
+        case channelsOverQuota = "channels_over_quota"
+        case maxChannelsPerToken = "max_channels_per_token"
         case channelsForgotten = "channels_forgotten"
         case maxChannels = "max_channels"
         case channelItemsRefused = "channel_items_refused"

@@ -57,6 +57,7 @@ extension Server {
         session.transition(to: .closed)
         detach(session)
         sessions[session.serial] = nil
+        channelQuotas.forget(connection: session.serial)
         if let host = session.peerHost { addresses.connectionClosed(from: host, now: loop.now) }
         session.requests.clear()
         session.stream.close()

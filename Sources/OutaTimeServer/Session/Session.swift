@@ -81,6 +81,11 @@ final class Session {
         get { rarelySet?.credential }
         set { rarelySet = newValue.map(RarelySet.init) }
     }
+    /// Whose quota the channels this connection creates count against:
+    /// its token's entry, else the connection itself.
+    var channelCreator: ChannelCreator {
+        rarelySet.map { .token($0.credential.key) } ?? .connection(serial)
+    }
     /// The channels this connection may name: its token's, else all.
     var scope: ChannelScope { rarelySet?.credential.scope ?? .everything }
     /// What a connection has only with tokens, behind one reference: an

@@ -9,7 +9,10 @@ import Testing
 struct LoadHTTPCrowdTests {
     @Test("400 idle HTTP connections, 1 round: pings timed in both phases; the idle ones wait without costing the server, the bad requests get their status")
     func shortRun() throws {
-        try withTestServer({ $0.http = HTTPEndpoint(port: 0) }) { server in
+        // The crowd comes from one address: without the per-address cap
+        // (16 by default, whose refusals HTTPExposureTests shows), this is
+        // the global cap's behaviour.
+        try withTestServer({ $0.http = HTTPEndpoint(port: 0); $0.maxHTTPConnectionsPerAddress = 100_000 }) { server in
             let run = try LoadHarnessTests.load([
                 "http-crowd", "--http-port", "\(server.httpPort)", "--idle", "400", "--rounds", "1",
                 "--phase-seconds", "3", "--ping-interval-ms", "2", "--bad-per-tick", "1", "--json",
@@ -22,12 +25,13 @@ struct LoadHTTPCrowdTests {
             #expect(result["ping_errors"] as? Int == 0)
             func count(_ key: String) -> Int { result[key] as? Int ?? -1 }
             // 400 fit in the listener's queue: all connect. Under the cap,
-            // the server closes none before the hello timeout (10 s): the
-            // silent ones are not even handed to it (5 s deferral).
+            // the server closes only half heads (every 10th: 40), at the
+            // head timeout (2 s); the silent ones are not even handed to it
+            // (5 s deferral).
             #expect(count("http_opened") == 400, "\(result)")
             #expect(count("http_connect_failures") == 0, "\(result)")
-            #expect(count("http_closed_by_server") == 0, "\(result)")
-            #expect(count("http_held_to_end") == 400, "\(result)")
+            #expect((0...40).contains(count("http_closed_by_server")), "\(result)")
+            #expect(count("http_closed_by_server") + count("http_held_to_end") == 400, "\(result)")
             // Every bad request ends one way or another, and at least one
             // was answered with its status (the cap is free).
             let bad = count("bad_sent")

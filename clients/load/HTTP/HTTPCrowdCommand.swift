@@ -23,8 +23,10 @@ struct HTTPCrowdCommand: ParsableCommand {
         connection ended: closed by the server (with the time from connect to close), still open at \
         the end (held by the server or waiting in its listener's queue), still connecting at the end, \
         answered with which status, or unanswered at the end. The server holds at most 256 HTTP \
-        connections and leaves newer ones in the kernel's queue until one closes; a connection that \
-        sends nothing is handed to it only after 5 s. Exit status 1 when a ping failed or none was \
+        connections and leaves newer ones in the kernel's queue until one closes, and at most \
+        --http-max-connections-per-address (16) from one address: as the crowd comes from one \
+        address, the others are answered 503 and closed (start the server with a higher value to \
+        load the global cap instead); a connection that sends nothing is handed to it only after 5 s. Exit status 1 when a ping failed or none was \
         timed in a phase. The run lasts --rounds × 2 × --phase-seconds: --duration and \
         --stall-timeout do not apply here. \
         Needs `ulimit -n` above --idle + 64.
