@@ -39,6 +39,8 @@ let package = Package(
             providers: [.apt(["libnats-dev"])]
         ),
         .target(name: "NATS", dependencies: ["CNats"]),
+        // Cluster mode: the JetStream-backed DurableStore (more to come: membership, router, relay).
+        .target(name: "OutaTimeCluster", dependencies: ["NATS", "OutaTimeStore"]),
         .target(name: "OutaTimeProtocol"),
         .target(
             name: "OutaTimeDomain",
@@ -109,6 +111,7 @@ let package = Package(
         // Starts real nats-server processes (one, or a 3-node cluster) for the NATS tests.
         .target(name: "NATSTestSupport", dependencies: ["NATS"], path: "Tests/NATSTestSupport"),
         .testTarget(name: "NATSTests", dependencies: ["NATS", "NATSTestSupport"]),
+        .testTarget(name: "OutaTimeClusterTests", dependencies: ["OutaTimeCluster", "OutaTimeStore", "NATS", "NATSTestSupport"]),
         .testTarget(name: "UVTests", dependencies: ["UV", "OutaTimeTestKit"]),
         .testTarget(name: "OutaTimeProtocolTests", dependencies: ["OutaTimeProtocol", "OutaTimeTestKit"]),
         .testTarget(
