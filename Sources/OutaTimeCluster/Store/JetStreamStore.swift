@@ -160,9 +160,10 @@ private struct Worker: Sendable {
             let commits = zip(group, outcomes).map {
                 StoreCommit(ticket: $0.ticket, error: $1, batchSize: group.count, commitSeconds: Double(nanoseconds) / 1e9)
             }
-            onCommit(commits)
             let failed = outcomes.count { $0 != nil }
-            lanes.finish(lane: lane, committed: group.count - failed, failed: failed, groupSize: group.count, nanoseconds: nanoseconds)
+            lanes.record(committed: group.count - failed, failed: failed, groupSize: group.count, nanoseconds: nanoseconds)
+            onCommit(commits)
+            lanes.finish(lane: lane)
         }
         lanes.workerEnded()
     }

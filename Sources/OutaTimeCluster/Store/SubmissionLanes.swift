@@ -75,17 +75,24 @@ final class SubmissionLanes: @unchecked Sendable {
         }
     }
 
-    /// Ends a lane's group: counts it, frees the lane, and makes it ready
-    /// again if more arrived meanwhile. Call after its outcomes are reported.
-    func finish(lane: String, committed: Int, failed: Int, groupSize: Int, nanoseconds: UInt64) {
+    /// Counts a processed group; call before its outcomes are reported, so
+    /// that a reported submission is no longer in ``backlog``.
+    func record(committed: Int, failed: Int, groupSize: Int, nanoseconds: UInt64) {
         condition.withLock {
-            busy.remove(lane)
             inFlight -= groupSize
             counters.batchesCommitted += 1
             counters.writesCommitted += committed
             counters.writesFailed += failed
             counters.largestBatch = max(counters.largestBatch, groupSize)
             counters.commitNanoseconds &+= nanoseconds
+        }
+    }
+
+    /// Frees a lane after its group's outcomes are reported, and makes it
+    /// ready again if more arrived meanwhile.
+    func finish(lane: String) {
+        condition.withLock {
+            busy.remove(lane)
             if queued[lane] != nil { ready.append(lane) }
             condition.broadcast()
         }
