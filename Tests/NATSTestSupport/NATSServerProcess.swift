@@ -95,6 +95,12 @@ public final class NATSServerProcess: @unchecked Sendable {
         return String(log.suffix(2000))
     }
 
+    /// Freezes the server (SIGSTOP): it keeps its sockets but answers nothing.
+    public func pause() { kill(process.processIdentifier, SIGSTOP) }
+
+    /// Lets a paused server run again (SIGCONT).
+    public func resume() { kill(process.processIdentifier, SIGCONT) }
+
     /// Kills the server (SIGKILL), waits for it, and removes its folder; idempotent.
     public func stop() {
         if process.isRunning {

@@ -2,6 +2,7 @@ import NATS
 import NATSTestSupport
 import OutaTimeCluster
 import OutaTimeStore
+import Foundation
 import Testing
 
 /// A JetStreamStore on a real nats-server, with its reported outcomes.
@@ -10,11 +11,11 @@ final class StoreFixture: Sendable {
     let commits = Collector<StoreCommit>()
     let store: JetStreamStore
 
-    init(server: NATSServerProcess? = nil, historyLimit: Int = 1000, startsPaused: Bool = false) throws {
+    init(server: NATSServerProcess? = nil, historyLimit: Int = 1000, ackTimeout: Duration = .seconds(5), startsPaused: Bool = false) throws {
         self.server = try server ?? NATSServerProcess.start()
         let commits = commits
         store = try JetStreamStore(servers: self.server.url, historyLimit: historyLimit, partitions: 2,
-                                   startsPaused: startsPaused) { commits.add(contentsOf: $0) }
+                                   ackTimeout: ackTimeout, startsPaused: startsPaused) { commits.add(contentsOf: $0) }
     }
 
     /// Submits and waits for the outcome of `ticket`.
@@ -200,5 +201,25 @@ struct JetStreamStoreTests {
         #expect(loaded.first?.stateSeq == 3)
         #expect(after.commit([append("laps/r", 4...4)], ticket: 1)?.succeeded == true)
         #expect(try after.store.history(channel: "laps/r", after: 2, through: .max, limit: 10).map(\.seq) == [3, 4])
+    }
+
+    @Test("a lost ack is retried with the same Msg-Id and CAS, and resolved as stored: no failure, no duplicate")
+    func lostAck() throws {
+        let fixture = try StoreFixture(ackTimeout: .milliseconds(300))
+        defer { fixture.stop() }
+        let channel = "laps/lost"
+        #expect(fixture.commit([create(channel)], ticket: 1)?.succeeded == true)
+        fixture.server.pause()
+        fixture.store.submit([append(channel, 1...1)], ticket: 2)
+        // The fault: the server is frozen past the first ack's deadline.
+        Thread.sleep(forTimeInterval: 0.45)
+        fixture.server.resume()
+        let outcome = fixture.commits.wait(for: 2, timeout: .seconds(5)).last
+        #expect(outcome == StoreCommit(ticket: 2, error: nil, batchSize: 1))
+        #expect(fixture.store.ackRetries >= 1)
+        #expect(fixture.store.lostAcksResolved == 1)
+        #expect(try fixture.store.history(channel: channel, after: 0, through: .max, limit: 10).map(\.seq) == [1])
+        #expect(fixture.commit([append(channel, 2...2)], ticket: 3)?.succeeded == true)
+        #expect(try fixture.store.history(channel: channel, after: 0, through: .max, limit: 10).map(\.seq) == [1, 2])
     }
 }

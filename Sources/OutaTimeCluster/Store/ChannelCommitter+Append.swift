@@ -48,11 +48,13 @@ extension ChannelCommitter {
                 break attempts
             } catch .timeout {
                 ackLost = true
+                ackRetries.add(1, ordering: .relaxed)
             } catch .wrongLastSequence {
                 forget(channel)
                 let last = try nats { () throws(NATSError) in try jetStream.lastMessage(stream: address.stream, subject: address.subject) }
                 if ackLost, let last, last.headers[EventHeaders.msgID] == msgID {
                     streamSeq = last.streamSequence  // our lost ack: it was stored
+                    lostAcksResolved.add(1, ordering: .relaxed)
                     break attempts
                 }
                 let stored = last.flatMap { Int64($0.headers[EventHeaders.seqLast] ?? "") } ?? 0

@@ -18,6 +18,10 @@ final class ChannelCommitter: Sendable {
     let publishAttempts = 3
     private let cursors = Mutex<[String: ChannelCursor]>([:])
     private let textBytes = Atomic<Int>(0)
+    /// Publishes whose ack did not come in time and were sent again.
+    let ackRetries = Atomic<Int>(0)
+    /// Retried publishes found stored by reading the subject's last message.
+    let lostAcksResolved = Atomic<Int>(0)
 
     init(jetStream: JetStream, snapshots: KeyValueBucket, meta: KeyValueBucket, partitions: Int, snapshotEvery: Int64) {
         self.jetStream = jetStream

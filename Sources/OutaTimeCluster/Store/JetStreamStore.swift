@@ -41,11 +41,14 @@ public final class JetStreamStore: DurableStore {
     ///   - partitions: event streams; channels are spread by a stable hash.
     ///   - replicas: 1 on one server, 3 in a cluster (then the server must be
     ///     ≥ 2.9.21: ``NATSServerVersion/clusterMinimum``).
+    ///   - ackTimeout: the wait for each publish ack and API answer; a publish
+    ///     is sent up to 3 times (same Msg-Id and CAS) before its outcome is
+    ///     reported as unknown.
     ///   - startsPaused: queue submissions without committing until ``resume()``.
     ///   - onCommit: receives outcomes on a worker thread; keep it short.
     public init(
         servers: String, historyLimit: Int, partitions: Int = 3, replicas: Int = 1, workers: Int = 4,
-        name: String = "outatime-store", startsPaused: Bool = false,
+        name: String = "outatime-store", ackTimeout: Duration = .seconds(5), startsPaused: Bool = false,
         onCommit: @escaping @Sendable ([StoreCommit]) -> Void
     ) throws {
         guard historyLimit >= 1 else { throw NATSError.invalidArgument("historyLimit \(historyLimit): give at least 1") }
@@ -58,7 +61,7 @@ public final class JetStreamStore: DurableStore {
             if replicas > 1 {
                 try connection.serverVersion().requireCluster(url: connection.connectedURL ?? servers)
             }
-            let jetStream = try JetStream(connection, timeout: .seconds(5))
+            let jetStream = try JetStream(connection, timeout: ackTimeout)
             for partition in 0..<partitions {
                 var config = StreamConfig(name: JetStreamStoreNames.eventStream(partition),
                                           subjects: ["\(JetStreamStoreNames.eventSubjectPrefix).\(partition).>"])
@@ -134,6 +137,13 @@ public final class JetStreamStore: DurableStore {
 
     /// Bytes of JSON text (states, event payloads) committed since opened.
     public var textBytesWritten: Int { committer.textBytesWritten }
+
+    /// Publishes sent again because their ack did not come in time.
+    public var ackRetries: Int { committer.ackRetries.load(ordering: .relaxed) }
+
+    /// Retried publishes refused by the CAS and found to be stored already
+    /// (the subject's last message had their Msg-Id): reported as committed.
+    public var lostAcksResolved: Int { committer.lostAcksResolved.load(ordering: .relaxed) }
 
     /// `jetstream`.
     public var backendName: String { "jetstream" }
