@@ -96,7 +96,28 @@ public final class NATSServerProcess: @unchecked Sendable {
     }
 
     /// Freezes the server (SIGSTOP): it keeps its sockets but answers nothing.
-    public func pause() { kill(process.processIdentifier, SIGSTOP) }
+    /// Returns once every thread of it is stopped (bounded, 2 s): a thread
+    /// running on another core goes on for a moment after `kill`, long
+    /// enough to acknowledge a publish.
+    public func pause() {
+        let pid = process.processIdentifier
+        kill(pid, SIGSTOP)
+        let deadline = ContinuousClock.now + .seconds(2)
+        while ContinuousClock.now < deadline && !Self.allThreadsStopped(pid) {
+            Thread.sleep(forTimeInterval: 0.001)  // polling /proc, bounded
+        }
+    }
+
+    /// True when every task of `pid` is in state T (stopped).
+    private static func allThreadsStopped(_ pid: Int32) -> Bool {
+        guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task"), !tasks.isEmpty else { return false }
+        return tasks.allSatisfy { task in
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/stat", encoding: .utf8),
+                  let close = stat.lastIndex(of: ")") else { return false }
+            // The state is the first field after the command name's ")".
+            return stat[stat.index(after: close)...].dropFirst().first == "T"
+        }
+    }
 
     /// Lets a paused server run again (SIGCONT).
     public func resume() { kill(process.processIdentifier, SIGCONT) }

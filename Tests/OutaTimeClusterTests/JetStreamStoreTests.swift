@@ -3,6 +3,7 @@ import NATSTestSupport
 import OutaTimeCluster
 import OutaTimeStore
 import Foundation
+import Synchronization
 import Testing
 
 /// A JetStreamStore on a real nats-server, with its reported outcomes.
@@ -211,8 +212,12 @@ struct JetStreamStoreTests {
         #expect(fixture.commit([create(channel)], ticket: 1)?.succeeded == true)
         fixture.server.pause()
         fixture.store.submit([append(channel, 1...1)], ticket: 2)
-        // The fault: the server is frozen past the first ack's deadline.
-        Thread.sleep(forTimeInterval: 0.45)
+        // The fault: the server stays frozen until the first ack's deadline
+        // has passed (the store counts the retry), then comes back.
+        let deadline = ContinuousClock.now + .seconds(5)
+        while fixture.store.ackRetries == 0 && ContinuousClock.now < deadline {
+            Thread.sleep(forTimeInterval: 0.01)  // polling a counter, bounded
+        }
         fixture.server.resume()
         let outcome = fixture.commits.wait(for: 2, timeout: .seconds(5)).last
         #expect(outcome == StoreCommit(ticket: 2, error: nil, batchSize: 1))
@@ -221,5 +226,24 @@ struct JetStreamStoreTests {
         #expect(try fixture.store.history(channel: channel, after: 0, through: .max, limit: 10).map(\.seq) == [1])
         #expect(fixture.commit([append(channel, 2...2)], ticket: 3)?.succeeded == true)
         #expect(try fixture.store.history(channel: channel, after: 0, through: .max, limit: 10).map(\.seq) == [1, 2])
+    }
+
+    @Test("close from onCommit (a worker thread) does not wait for itself; later submissions are refused")
+    func closeFromOnCommit() throws {
+        let server = try NATSServerProcess.start()
+        defer { server.stop() }
+        let holder = Mutex<JetStreamStore?>(nil)
+        let commits = Collector<StoreCommit>()
+        let store = try JetStreamStore(servers: server.url, historyLimit: 10, partitions: 1) { reported in
+            holder.withLock { $0 }?.close()
+            commits.add(contentsOf: reported)
+        }
+        holder.withLock { $0 = store }
+        defer { holder.withLock { $0 = nil } }
+        store.submit([create("laps/c")], ticket: 1)
+        #expect(commits.wait(for: 1).first == StoreCommit(ticket: 1, error: nil, batchSize: 1))
+        store.submit([create("laps/d")], ticket: 2)
+        #expect(commits.wait(for: 2).last == StoreCommit(ticket: 2, error: .writerClosed, batchSize: 0))
+        store.close()
     }
 }

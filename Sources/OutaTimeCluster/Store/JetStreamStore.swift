@@ -93,8 +93,9 @@ public final class JetStreamStore: DurableStore {
         for index in 0..<workers {
             let worker = Worker(lanes: lanes, committer: committer, onCommit: onCommit)
             lanes.workerStarted()
-            let thread = Thread {
+            let thread = Thread { [lanes] in
                 Thread.current.name = "outatime-js-\(index)"  // ≤ 15 bytes: the kernel's limit
+                lanes.markWorkerThread()
                 worker.run()
             }
             thread.start()
@@ -117,13 +118,19 @@ public final class JetStreamStore: DurableStore {
 
     /// Commits and reports everything submitted (waiting up to 30 s), writes
     /// pending snapshots, and closes the connection; idempotent. Reads fail
-    /// afterwards. Must not be called from `onCommit` (a worker thread).
+    /// afterwards. Called from `onCommit` (a worker thread), it cannot wait
+    /// for the workers: it then only stops taking submissions, and the
+    /// connection closes when the store is released.
     public func close() {
         let first = closed.withLock { closed in
             defer { closed = true }
             return !closed
         }
         guard first else { return }
+        if lanes.isWorkerThread {
+            lanes.closeAndWait(timeout: .zero)
+            return
+        }
         lanes.closeAndWait(timeout: .seconds(30))
         committer.flushSnapshots()
         connection.close()

@@ -105,6 +105,16 @@ final class SubmissionLanes: @unchecked Sendable {
         }
     }
 
+    /// Marks the calling thread as one of this store's workers.
+    func markWorkerThread() { Thread.current.threadDictionary[Self.workerKey] = ObjectIdentifier(self).hashValue }
+
+    /// True on one of this store's worker threads (`close()` must not wait there).
+    var isWorkerThread: Bool {
+        Thread.current.threadDictionary[Self.workerKey] as? Int == ObjectIdentifier(self).hashValue
+    }
+
+    private static let workerKey = "OutaTimeCluster.SubmissionLanes.worker"
+
     func workerStarted() { condition.withLock { workersRunning += 1 } }
 
     func workerEnded() {
