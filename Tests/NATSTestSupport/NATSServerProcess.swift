@@ -45,9 +45,7 @@ public final class NATSServerProcess: @unchecked Sendable {
         self.name = name
         url = "nats://127.0.0.1:\(self.port)"
         ownsFolder = folder == nil
-        self.folder = try folder ?? FileManager.default.url(
-            for: .itemReplacementDirectory, in: .userDomainMask,
-            appropriateFor: FileManager.default.temporaryDirectory, create: true)
+        self.folder = try folder ?? Self.makeTemporaryFolder()
         var arguments = ["-a", "127.0.0.1", "-p", "\(self.port)", "-n", name, "-js",
                          "-sd", self.folder.appendingPathComponent("jetstream").path,
                          "-l", self.folder.appendingPathComponent("\(name).log").path]
@@ -167,6 +165,14 @@ public final class NATSServerProcess: @unchecked Sendable {
         python.waitUntilExit()
         let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         return python.terminationStatus == 0 && !text.isEmpty ? text : nil
+    }
+
+    /// A new, empty folder of its own (mkdtemp: Foundation's
+    /// `itemReplacementDirectory` gives every caller of a process the same one on Linux).
+    private static func makeTemporaryFolder() throws -> URL {
+        var template = Array(FileManager.default.temporaryDirectory.appendingPathComponent("ot-nats-XXXXXX").path.utf8CString)
+        guard let made = mkdtemp(&template) else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        return URL(fileURLWithPath: String(cString: made), isDirectory: true)
     }
 
     /// A TCP port free on 127.0.0.1 right now (the kernel's pick for port 0).

@@ -246,4 +246,24 @@ struct JetStreamStoreTests {
         #expect(commits.wait(for: 2).last == StoreCommit(ticket: 2, error: .writerClosed, batchSize: 0))
         store.close()
     }
+
+    @Test("a submission writing several channels runs after their earlier writes and before their later ones")
+    func multiChannelBarrier() throws {
+        let fixture = try StoreFixture(startsPaused: true)
+        defer { fixture.stop() }
+        fixture.store.submit([create("laps/a")], ticket: 1)
+        fixture.store.submit([create("laps/b")], ticket: 2)
+        fixture.store.submit([.dropEmptyChannel("laps/a"), .dropEmptyChannel("laps/b")], ticket: 3)
+        fixture.store.submit([create("laps/b", state: "{\"again\":true}")], ticket: 4)
+        fixture.store.submit([append("laps/b", 1...1)], ticket: 5)
+        fixture.store.resume()
+        let reported = fixture.commits.wait(for: 5)
+        #expect(reported.map(\.ticket).sorted() == [1, 2, 3, 4, 5])
+        #expect(reported.allSatisfy { $0.succeeded }, "\(reported)")
+        let order = reported.map(\.ticket)
+        #expect(order.firstIndex(of: 2)! < order.firstIndex(of: 3)!)
+        #expect(order.firstIndex(of: 3)! < order.firstIndex(of: 4)!)
+        #expect(try fixture.store.loadChannels().map(\.name) == ["laps/b"])
+        #expect(try fixture.store.channel(named: "laps/b")?.seq == 1)
+    }
 }

@@ -170,9 +170,10 @@ private struct Worker: Sendable {
     let onCommit: @Sendable ([StoreCommit]) -> Void
 
     func run() {
-        while let (lane, group) = lanes.next() {
+        while let taken = lanes.next() {
+            let group = taken.submissions
             let started = DispatchTime.now().uptimeNanoseconds
-            let outcomes = GroupCommit(committer: committer, lane: lane).run(group)
+            let outcomes = GroupCommit(committer: committer, lane: taken.lane).run(group)
             let nanoseconds = DispatchTime.now().uptimeNanoseconds &- started
             let commits = zip(group, outcomes).map {
                 StoreCommit(ticket: $0.ticket, error: $1, batchSize: group.count, commitSeconds: Double(nanoseconds) / 1e9)
@@ -180,7 +181,7 @@ private struct Worker: Sendable {
             let failed = outcomes.count { $0 != nil }
             lanes.record(committed: group.count - failed, failed: failed, groupSize: group.count, nanoseconds: nanoseconds)
             onCommit(commits)
-            lanes.finish(lane: lane)
+            lanes.finish(taken)
         }
         lanes.workerEnded()
     }
