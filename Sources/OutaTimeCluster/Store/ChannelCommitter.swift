@@ -84,7 +84,12 @@ final class ChannelCommitter: Sendable {
         case .saveState(let channel, let state):
             var cursor = try cursor(channel)
             cursor.pendingState = (state.text, cursor.seq)
-            try writeSnapshot(&cursor)
+            do {
+                try writeSnapshot(&cursor)
+            } catch {
+                forget(channel)  // a stale revision: reload before the next write
+                throw error
+            }
             store(cursor)
         case .setMeta(let key, let value):
             try nats { () throws(NATSError) in _ = try metaBucket.put(JetStreamStoreNames.metaKey(key), value: Array(value.utf8)) }
