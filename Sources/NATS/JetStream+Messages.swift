@@ -10,10 +10,12 @@ extension JetStream {
     /// Publishes and waits for the stream's ack. A stale
     /// `expectedLastSubjectSequence` throws ``NATSError/wrongLastSequence(operation:description:)``;
     /// a lost ack throws ``NATSError/timeout(operation:)`` (the message may
-    /// be stored: retry with the same `msgID`). nats-server checks the CAS
-    /// before the `msgID` duplicate window, so a retry of a stored CAS
-    /// publish is refused with 10071, not acknowledged as a duplicate: read
-    /// ``lastMessage(stream:subject:)`` and compare its `Nats-Msg-Id`.
+    /// be stored: retry with the same `msgID`). The order of the two checks
+    /// differs (nats-server 2.15.1, measured): on one server the CAS comes
+    /// first, so a retry of a stored CAS publish is refused with 10071; in a
+    /// cluster the duplicate window comes first, so ANY message with that
+    /// `msgID` (another writer's too) is acknowledged with `duplicate`. Either
+    /// way, read the stored message and compare it with yours.
     public func publish(_ subject: String, data: [UInt8], headers: [String: String] = [:], options: PublishOptions = PublishOptions()) throws(NATSError) -> PublishAck {
         var headers = headers
         var expected: UInt64 = 0

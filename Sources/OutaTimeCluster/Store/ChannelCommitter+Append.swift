@@ -42,27 +42,52 @@ extension ChannelCommitter {
         let address = cursor.address
         var streamSeq: UInt64?
         var ackLost = false
+        /// The subject's newest message is this very message (same Msg-Id, same bytes).
+        func isOurs(_ message: NATSMessage?) -> Bool {
+            message?.headers[EventHeaders.msgID] == msgID && message?.data == payload
+        }
+        /// Another writer got there first: refuse, naming the seq it stored.
+        func fenced() throws(StoreFailure) -> Never {
+            forget(channel)
+            let last = try nats { () throws(NATSError) in try jetStream.lastMessage(stream: address.stream, subject: address.subject) }
+            let stored = last.flatMap { Int64($0.headers[EventHeaders.seqLast] ?? "") } ?? 0
+            throw .refused(.seqMismatch(channel: channel, expected: first.previous, stored: stored))
+        }
         attempts: for _ in 0..<publishAttempts {
-            do {
-                streamSeq = try jetStream.publish(address.subject, data: payload, headers: headers, options: options).sequence
-                break attempts
+            var acked: PublishAck?
+            var refused = false
+            do throws(NATSError) {
+                acked = try jetStream.publish(address.subject, data: payload, headers: headers, options: options)
             } catch .timeout {
                 ackLost = true
                 ackRetries.add(1, ordering: .relaxed)
+                continue attempts
             } catch .wrongLastSequence {
-                forget(channel)
-                let last = try nats { () throws(NATSError) in try jetStream.lastMessage(stream: address.stream, subject: address.subject) }
-                if ackLost, let last, last.headers[EventHeaders.msgID] == msgID {
-                    streamSeq = last.streamSequence  // our lost ack: it was stored
-                    lostAcksResolved.add(1, ordering: .relaxed)
-                    break attempts
-                }
-                let stored = last.flatMap { Int64($0.headers[EventHeaders.seqLast] ?? "") } ?? 0
-                throw .refused(.seqMismatch(channel: channel, expected: first.previous, stored: stored))
+                refused = true
             } catch {
                 forget(channel)
                 throw Self.failure(error)
             }
+            if refused {
+                // After a lost ack, the refusal may be of our own stored message.
+                let last = try nats { () throws(NATSError) in try jetStream.lastMessage(stream: address.stream, subject: address.subject) }
+                guard ackLost, let last, isOurs(last) else { try fenced() }
+                streamSeq = last.streamSequence
+                lostAcksResolved.add(1, ordering: .relaxed)
+                break attempts
+            }
+            guard let ack = acked else { continue attempts }
+            if ack.duplicate {
+                // The Msg-Id (`<channel>:<first seq>`) is already stored. In a
+                // cluster the duplicate check runs before the CAS, so another
+                // writer's message for the same seqs lands here too: ours
+                // only if it holds exactly what we sent.
+                let stored = try nats { () throws(NATSError) in try jetStream.message(stream: address.stream, sequence: ack.sequence) }
+                guard isOurs(stored) else { try fenced() }
+                lostAcksResolved.add(1, ordering: .relaxed)
+            }
+            streamSeq = ack.sequence
+            break attempts
         }
         guard let streamSeq else {
             forget(channel)
