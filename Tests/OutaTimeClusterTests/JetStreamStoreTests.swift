@@ -266,4 +266,17 @@ struct JetStreamStoreTests {
         #expect(try fixture.store.loadChannels().map(\.name) == ["laps/b"])
         #expect(try fixture.store.channel(named: "laps/b")?.seq == 1)
     }
+
+    @Test("bad settings and an unreachable server fail at open, naming the value")
+    func openFailures() throws {
+        let port = try NATSServerProcess.freePort()
+        let unreachable = #expect(throws: NATSError.self) {
+            try JetStreamStore(servers: "nats://127.0.0.1:\(port)", historyLimit: 10) { _ in }
+        }
+        #expect("\(unreachable!)".contains("127.0.0.1:\(port)"))
+        let limit = #expect(throws: NATSError.self) { try JetStreamStore(servers: "nats://127.0.0.1:1", historyLimit: 0) { _ in } }
+        #expect("\(limit!)".contains("historyLimit 0"))
+        let urls = #expect(throws: NATSError.self) { try JetStreamStore(servers: "localhost:4222", historyLimit: 10) { _ in } }
+        #expect("\(urls!)".contains("localhost:4222"))
+    }
 }

@@ -23,6 +23,14 @@ import Synchronization
 ///   worker thread, each channel's outcomes in submission order.
 /// - Reads block on the caller's thread (direct gets and KV reads): call
 ///   them off the event loop.
+///
+/// Limits, for now: a submission of several writes is applied in order
+/// and stops at the first failure, but is not atomic (JetStream has no
+/// transaction across messages and keys); a snapshot is written only from
+/// a state given with an append or save, so events after it are kept only
+/// while the channel has fewer than `historyLimit` messages since; `history`
+/// reads message by message from the first retained one (or from the
+/// snapshot's), without a channel-seq → stream-seq index (design §4.7).
 public final class JetStreamStore: DurableStore {
     private let connection: NATSConnection
     private let committer: ChannelCommitter
