@@ -32,6 +32,15 @@ let package = Package(
             providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]
         ),
         .target(name: "UV", dependencies: ["CLibUV", "CLibSSL"]),
+        // libnats 3.4 (cluster mode), seen only by the NATS module.
+        .systemLibrary(
+            name: "CNats",
+            pkgConfig: "libnats",
+            providers: [.apt(["libnats-dev"])]
+        ),
+        .target(name: "NATS", dependencies: ["CNats"]),
+        // Cluster mode: the JetStream-backed DurableStore (more to come: membership, router, relay).
+        .target(name: "OutaTimeCluster", dependencies: ["NATS", "OutaTimeStore"]),
         .target(name: "OutaTimeProtocol"),
         .target(
             name: "OutaTimeDomain",
@@ -99,6 +108,10 @@ let package = Package(
         // sanitizer so the tests run them over the seed corpus; `make fuzz`
         // builds them again with `--sanitize fuzzer` in .build-fuzz.
         .target(name: "OutaTimeFuzzChecks", dependencies: ["OutaTimeProtocol", "OutaTimeDomain"], path: "Fuzz/Checks"),
+        // Starts real nats-server processes (one, or a 3-node cluster) for the NATS tests.
+        .target(name: "NATSTestSupport", dependencies: ["NATS"], path: "Tests/NATSTestSupport"),
+        .testTarget(name: "NATSTests", dependencies: ["NATS", "NATSTestSupport"]),
+        .testTarget(name: "OutaTimeClusterTests", dependencies: ["OutaTimeCluster", "OutaTimeStore", "NATS", "NATSTestSupport"]),
         .testTarget(name: "UVTests", dependencies: ["UV", "OutaTimeTestKit"]),
         .testTarget(name: "OutaTimeProtocolTests", dependencies: ["OutaTimeProtocol", "OutaTimeTestKit"]),
         .testTarget(

@@ -1,0 +1,81 @@
+import NATS
+import OutaTimeStore
+
+/// Reads: KV gets and direct gets by subject, on the caller's thread.
+extension JetStreamStore {
+    /// Every channel with a snapshot, ordered by name.
+    public func loadChannels() throws -> [ChannelRecord] {
+        let committer = try reader
+        let keys = try committer.nats { () throws(NATSError) in try committer.snapshots.keys() }
+        return try keys.compactMap(ChannelAddress.channel(fromKey:)).compactMap { try channel(named: $0) }
+            .sorted { $0.name < $1.name }
+    }
+
+    /// One channel, or nil if it was never created (or was dropped): its
+    /// snapshot, with the seq of its last event message.
+    public func channel(named name: String) throws -> ChannelRecord? {
+        let committer = try reader
+        let address = try committer.address(name)
+        guard let (snapshot, _) = try snapshot(address, committer) else { return nil }
+        var seq = snapshot.seq
+        if let last = try committer.nats({ () throws(NATSError) in
+            try committer.jetStream.lastMessage(stream: address.stream, subject: address.subject)
+        }) {
+            seq = max(seq, Int64(last.headers[EventHeaders.seqLast] ?? "") ?? 0)
+        }
+        return ChannelRecord(name: name, kind: address.kind, seq: seq, state: snapshot.state,
+                             stateSeq: snapshot.stateSeq, stateAt: snapshot.at)
+    }
+
+    /// Up to `limit` events with seq in `after + 1 ... through`, oldest first,
+    /// read message by message with direct gets (from the snapshot's message
+    /// on when `after` is not older than the snapshot's state).
+    public func history(channel: String, after: Int64, through: Int64, limit: Int) throws -> [EventRecord] {
+        guard limit > 0, through > after else { return [] }
+        let committer = try reader
+        let address = try committer.address(channel)
+        var next: UInt64 = 1
+        if let (snapshot, _) = try snapshot(address, committer), after >= snapshot.stateSeq {
+            next = snapshot.streamSeq + 1
+        }
+        var events: [EventRecord] = []
+        while events.count < limit, let message = try committer.nats({ () throws(NATSError) in
+            try committer.jetStream.nextMessage(stream: address.stream, subject: address.subject, atOrAfter: next)
+        }) {
+            next = message.streamSequence + 1
+            if let last = Int64(message.headers[EventHeaders.seqLast] ?? ""), last <= after { continue }
+            if let first = Int64(message.headers[EventHeaders.seqFirst] ?? ""), first > through { break }
+            let decoded: [EventRecord]
+            do { decoded = try EventBatchCodec.decode(message.data, channel: channel) } catch {
+                throw StoreFailure.database(code: 0, message: "\(address.stream) seq \(message.streamSequence): \(error)")
+            }
+            for event in decoded where event.seq > after && event.seq <= through && events.count < limit {
+                events.append(event)
+            }
+        }
+        return events
+    }
+
+    /// The first event of the oldest message still kept, or nil when none.
+    public func oldestRetainedSeq(channel: String) throws -> Int64? {
+        let committer = try reader
+        let address = try committer.address(channel)
+        let first = try committer.nats { () throws(NATSError) in
+            try committer.jetStream.nextMessage(stream: address.stream, subject: address.subject, atOrAfter: 1)
+        }
+        return first.flatMap { Int64($0.headers[EventHeaders.seqFirst] ?? "") }
+    }
+
+    /// One of the server's own values, or nil if never set.
+    public func meta(_ key: String) throws -> String? {
+        let committer = try reader
+        return try committer.nats { () throws(NATSError) in
+            try committer.metaBucket.get(JetStreamStoreNames.metaKey(key))
+        }.map(\.text)
+    }
+
+    private func snapshot(_ address: ChannelAddress, _ committer: ChannelCommitter) throws -> (SnapshotRecord, UInt64)? {
+        guard let entry = try committer.nats({ () throws(NATSError) in try committer.snapshots.get(address.key) }) else { return nil }
+        return (try SnapshotRecord.decode(entry.value, key: address.key), entry.revision)
+    }
+}
