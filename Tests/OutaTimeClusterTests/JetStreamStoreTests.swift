@@ -81,27 +81,30 @@ struct JetStreamStoreTests {
         #expect(fixture.store.stats.writesCommitted == 4)
     }
 
-    @Test("history pages with after, stops at through; retention keeps the newest messages; snapshots follow")
-    func historyAndRetention() throws {
+    @Test("history pages with after, stops at through; every state given is the snapshot; the subject keeps more than the history limit")
+    func historyAndSnapshots() throws {
         let fixture = try StoreFixture(historyLimit: 5)
         defer { fixture.stop() }
         let channel = "timers/hill-valley"
         #expect(fixture.commit([create(channel)], ticket: 0)?.succeeded == true)
         for seq in Int64(1)...8 {
-            #expect(fixture.commit([append(channel, seq...seq, state: "{\"at\":\(seq)}")], ticket: UInt64(seq))?.succeeded == true)
+            let state = seq.isMultiple(of: 3) ? "{\"at\":\(seq)}" : nil
+            #expect(fixture.commit([append(channel, seq...seq, state: state)], ticket: UInt64(seq))?.succeeded == true)
         }
-        #expect(try fixture.store.oldestRetainedSeq(channel: channel) == 4)
+        // 8 messages, history limit 5: none discarded (the subject keeps
+        // messagesBeyondHistory more, so the events after a state stay).
+        #expect(try fixture.store.oldestRetainedSeq(channel: channel) == 1)
         let page1 = try fixture.store.history(channel: channel, after: 3, through: .max, limit: 2)
         #expect(page1.map(\.seq) == [4, 5])
         let page2 = try fixture.store.history(channel: channel, after: 5, through: 7, limit: 10)
         #expect(page2.map(\.seq) == [6, 7])
         #expect(try fixture.store.history(channel: channel, after: 8, through: .max, limit: 10).isEmpty)
-        #expect(try fixture.store.history(channel: channel, after: 2, through: 3, limit: 10).isEmpty)
+        #expect(try fixture.store.history(channel: channel, after: 2, through: 3, limit: 10).map(\.seq) == [3])
         let record = try #require(try fixture.store.channel(named: channel))
         #expect(record.seq == 8)
-        // A snapshot every 5 events: the state as of seq 5, the events after it kept.
-        #expect(record.stateSeq == 5)
-        #expect(record.state == "{\"at\":5}")
+        // The last state given (seq 6) is the snapshot; 7 and 8 follow it.
+        #expect(record.stateSeq == 6)
+        #expect(record.state == "{\"at\":6}")
     }
 
     @Test("a gap, an overlap, a misnumbered event and an unknown channel are refused, naming the seqs")

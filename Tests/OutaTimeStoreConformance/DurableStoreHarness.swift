@@ -19,8 +19,17 @@ public struct DurableStoreHarness: Sendable {
     /// that a check builds a known group.
     public let open: @Sendable (_ startsPaused: Bool, _ onCommit: @escaping Sink) throws -> any DurableStore
 
+    /// Whether a submission of several writes is all or nothing (SQLite: one
+    /// transaction). False for a backend that applies them in order and
+    /// stops at the first refusal (JetStream: no transaction across
+    /// messages and keys); the server relies on neither, since each of its
+    /// submissions is one write but for drops of independent empty channels.
+    public let atomicSubmissions: Bool
+
     /// A harness whose instances `open` makes.
-    public init(open: @escaping @Sendable (_ startsPaused: Bool, _ onCommit: @escaping Sink) throws -> any DurableStore) {
+    public init(atomicSubmissions: Bool = true,
+                open: @escaping @Sendable (_ startsPaused: Bool, _ onCommit: @escaping Sink) throws -> any DurableStore) {
+        self.atomicSubmissions = atomicSubmissions
         self.open = open
     }
 }

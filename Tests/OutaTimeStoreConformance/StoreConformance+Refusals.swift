@@ -50,8 +50,10 @@ extension DurableStoreConformance {
     }
 
     /// One refused write fails its whole submission: the writes before it
-    /// in the same submission are not stored either. The next submission
-    /// is unaffected.
+    /// in the same submission are not stored either (a backend that is not
+    /// atomic across writes, ``DurableStoreHarness/atomicSubmissions``: they
+    /// stay, and nothing after the refused one is applied). The next
+    /// submission is unaffected.
     public static func submissionAllOrNothing(_ harness: DurableStoreHarness) throws {
         let open = try OpenStore(harness)
         defer { open.store.close() }
@@ -62,6 +64,16 @@ extension DurableStoreConformance {
             .append("laps/a", 7...7),
         ])
         #expect(failure == .refused(.seqMismatch(channel: "laps/a", expected: 6, stored: 3)))
+        guard harness.atomicSubmissions else {
+            // Applied in order up to the refusal; nothing after it.
+            #expect(try open.store.channel(named: "laps/b") != nil, "the creation before the refusal stays")
+            #expect(try open.store.channel(named: "laps/a")?.seq == 3, "the append before the refusal stays")
+            #expect(try open.store.history(channel: "laps/a", after: 0, through: .max, limit: 10).map(\.seq) == [1, 2, 3])
+            #expect(try open.store.meta("k") == "v")
+            #expect(try open.failure(of: [.append("laps/a", 4...4)]) == nil, "the next submission is unaffected")
+            #expect(try open.store.channel(named: "laps/a")?.seq == 4)
+            return
+        }
         #expect(try open.store.channel(named: "laps/b") == nil, "the creation before the refusal is undone")
         #expect(try open.store.channel(named: "laps/a")?.seq == 1, "the append before the refusal is undone")
         #expect(try open.store.history(channel: "laps/a", after: 0, through: .max, limit: 10).map(\.seq) == [1])

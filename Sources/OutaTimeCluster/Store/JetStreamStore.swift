@@ -14,9 +14,11 @@ import Synchronization
 ///   <channel>:<first seq>`, and the CAS `Nats-Expected-Last-Subject-Sequence`
 ///   = the channel's previous message's stream seq: a second writer can
 ///   never extend a channel's log.
-/// - Snapshots: KV `OT_SNAP` (`createChannel` is a KV create, later states
-///   revision-checked updates, written once the stored one is
-///   `snapshotEvery` events old); meta: KV `OT_META`.
+/// - Snapshots: KV `OT_SNAP` (`createChannel` is a KV create, every later
+///   state the server gives — with an append, or saved — a revision-checked
+///   update before the write is reported; the server already decides how
+///   often a state goes with the events, the kind's `eventsPerStoredState`);
+///   meta: KV `OT_META`.
 /// - Writes: ``submit(_:ticket:)`` never blocks. Worker threads take each
 ///   channel's queued submissions together (one append in flight per
 ///   channel, channels in parallel) and report through `onCommit`, on a
@@ -26,9 +28,9 @@ import Synchronization
 ///
 /// Limits, for now: a submission of several writes is applied in order
 /// and stops at the first failure, but is not atomic (JetStream has no
-/// transaction across messages and keys); a snapshot is written only from
-/// a state given with an append or save, so events after it are kept only
-/// while the channel has fewer than `historyLimit` messages since; `history`
+/// transaction across messages and keys; the server's submissions are
+/// single writes, but for drops of idle empty channels, which are
+/// independent); `history`
 /// reads message by message from the first retained one (or from the
 /// snapshot's), without a channel-seq → stream-seq index (design §4.7).
 public final class JetStreamStore: DurableStore {
@@ -37,8 +39,18 @@ public final class JetStreamStore: DurableStore {
     private let lanes: SubmissionLanes
     private let onCommit: @Sendable ([StoreCommit]) -> Void
     private let closed = Mutex(false)
-    /// Events kept per channel at least (the streams' `MaxMsgsPerSubject`).
+    /// Events kept per channel at least (the streams keep
+    /// ``messagesBeyondHistory`` messages more).
     public let historyLimit: Int
+
+    /// Messages each channel's subject keeps beyond `historyLimit`, so that
+    /// the events after the stored state are never discarded: the server
+    /// sends a state at least every `max(64, items)` events, and a channel
+    /// holds at most 12,452 items (PROTOCOL.md §11), so fewer than this many
+    /// messages (each holds one event or more) ever follow the last state.
+    /// `history` still shows only the newest `historyLimit` events (the
+    /// server starts it there), as with SQLite, whose tail also holds more.
+    public static let messagesBeyondHistory: Int64 = 16_384
 
     /// Connects to `servers` (`nats://h:p,nats://h:p`), creates or updates
     /// the streams and buckets, and starts `workers` writer threads.
@@ -74,7 +86,7 @@ public final class JetStreamStore: DurableStore {
                 var config = StreamConfig(name: JetStreamStoreNames.eventStream(partition),
                                           subjects: ["\(JetStreamStoreNames.eventSubjectPrefix).\(partition).>"])
                 config.replicas = replicas
-                config.maxMessagesPerSubject = Int64(historyLimit)
+                config.maxMessagesPerSubject = Int64(historyLimit) + Self.messagesBeyondHistory
                 config.discardOld = true
                 config.denyDelete = true
                 config.denyPurge = true
@@ -89,7 +101,7 @@ public final class JetStreamStore: DurableStore {
             committer = ChannelCommitter(
                 jetStream: jetStream, snapshots: try KeyValueBucket(jetStream, config: snapshotConfig),
                 meta: try KeyValueBucket(jetStream, config: metaConfig), partitions: partitions,
-                snapshotEvery: Int64(min(256, historyLimit)))
+                snapshotEvery: 1)
         } catch {
             connection.close()
             throw error

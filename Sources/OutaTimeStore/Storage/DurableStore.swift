@@ -14,7 +14,11 @@
 /// on the Dispatch pool).
 ///
 /// The contract every backend keeps (the store conformance suite checks it):
-/// - a submission is all or nothing;
+/// - a submission is all or nothing in SQLite (one transaction); JetStream,
+///   which has no transaction across messages and keys, applies its writes
+///   in order and stops at the first refusal. The server relies on neither:
+///   each submission it makes is one write, but for drops of idle empty
+///   channels, which are independent of each other;
 /// - the outcomes of one channel's submissions are reported in submission
 ///   order (the server's ``CommitPipeline`` counts on it);
 /// - an `appendEvents` whose first seq does not follow the stored seq is
