@@ -181,6 +181,7 @@ final class Server {
             tlsContext = try Self.makeTLSContext(files)
             tlsFiles = files
         }
+        warnAboutExposedSecretFiles("start")
         try loadChannels()
     }
 

@@ -292,6 +292,7 @@ struct OutaTimeServerCommand: ParsableCommand {
             return handler
         }
         let logger = Logger(label: "outatime")
+        ServerRunner.hardenProcess(logger: logger)
         let config = try makeConfig()
         let clean: Bool
         do {
