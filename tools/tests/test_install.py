@@ -147,9 +147,24 @@ class InstallTest(unittest.TestCase):
 
     def test_example_tokens_file_starts_the_installed_server(self) -> None:
         share = self.prefix / "share" / "outatime"
-        tokens = share / "tokens.example.json"
-        self.assertEqual(len(json.loads(tokens.read_text())), 4)
+        example = share / "tokens.example.json"
+        self.assertEqual(len(json.loads(example.read_text())), 4)
         self.assertRegex((share / "outatime-server.env").read_text(), r"(?m)^OUTATIME_ARGS=$")
+        # As installed, its placeholder tokens are too weak: the server refuses
+        # to start (exit 64), naming the file and the first entry.
+        refused = subprocess.run([str(self.prefix / "bin" / "outatime-server"), "--port", "0", "--tokens", str(example),
+                                  "--db", str(Path(self.tmp.name) / "refused.sqlite")],
+                                 capture_output=True, text=True, timeout=60)
+        self.assertEqual(refused.returncode, 64, refused.stderr)
+        self.assertIn(f"tokens file {example}: entry 1 of 4 ('Doc Brown'): the token is too weak", refused.stderr)
+        # With each token replaced by `openssl rand -base64 32`, as the README says, it starts.
+        entries = json.loads(example.read_text())
+        for entry in entries:
+            entry["token"] = subprocess.run(["openssl", "rand", "-base64", "32"], capture_output=True, text=True,
+                                            check=True).stdout.strip()
+        tokens = Path(self.tmp.name) / "tokens.json"
+        tokens.write_text(json.dumps(entries))
+        tokens.chmod(0o600)
         server = subprocess.Popen([str(self.prefix / "bin" / "outatime-server"), "--port", "0", "--tokens", str(tokens),
                                    "--db", str(Path(self.tmp.name) / "example.sqlite"), "--log-level", "error"],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
