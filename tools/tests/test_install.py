@@ -123,15 +123,31 @@ class InstallTest(unittest.TestCase):
     def test_systemd_unit(self) -> None:
         unit = self.prefix / "lib" / "systemd" / "system" / "outatime-server.service"
         text = unit.read_text()
-        self.assertNotIn("@", re.sub(r"(?m)^#.*$", "", text).replace("$MAINPID", ""), "a placeholder was left")
+        self.assertNotRegex(re.sub(r"(?m)^#.*$", "", text), r"@[A-Z_]+@", "a placeholder was left")
         lines = text.splitlines()
         self.assertIn(f"ExecStart={self.prefix}/bin/outatime-server --db %S/outatime/outatime.sqlite $OUTATIME_ARGS",
                       lines)
         for setting in ("Type=notify", "ExecReload=/bin/kill -HUP $MAINPID", "LimitNOFILE=65536", "User=outatime",
-                        "StateDirectory=outatime", "NoNewPrivileges=yes", "ProtectSystem=strict"):
+                        "StateDirectory=outatime", "NoNewPrivileges=yes", "ProtectSystem=strict",
+                        "SystemCallFilter=@system-service", "SystemCallFilter=~@privileged", "SystemCallErrorNumber=EPERM",
+                        "MemoryDenyWriteExecute=yes", "PrivateMounts=yes", "LimitCORE=0", "UMask=0077"):
             self.assertIn(setting, lines)
         sysusers = (self.prefix / "lib" / "sysusers.d" / "outatime.conf").read_text()
         self.assertRegex(sysusers, r"(?m)^u outatime - ")
+
+    def test_systemd_analyze_security(self) -> None:
+        """The exposure score the README states, offline (systemd >= 252)."""
+        analyze = shutil.which("systemd-analyze")
+        if analyze is None:
+            self.skipTest("systemd-analyze is not installed")
+        unit = self.prefix / "lib" / "systemd" / "system" / "outatime-server.service"
+        run = subprocess.run([analyze, "security", "--offline=true", str(unit)], capture_output=True, text=True, timeout=120)
+        if "--offline" in run.stderr and "unrecognized" in run.stderr:
+            self.skipTest("systemd-analyze security has no --offline (systemd < 252)")
+        found = re.search(r"Overall exposure level for outatime-server\.service: (\d+\.\d)", run.stdout)
+        self.assertIsNotNone(found, run.stdout + run.stderr)
+        assert found is not None
+        self.assertLessEqual(float(found.group(1)), 1.4, run.stdout)
 
     def test_systemd_analyze_verify(self) -> None:
         analyze = shutil.which("systemd-analyze")
