@@ -10,8 +10,8 @@ import Testing
 @Suite("TLS 1.2 suites")
 struct TLSSuiteTests {
     /// Handshakes with TLS 1.2 only, offering each argument as the client's
-    /// whole cipher list; prints one JSON object: list → cipher chosen, or
-    /// `refused: REASON`.
+    /// whole cipher list; prints one JSON object: list → cipher chosen
+    /// (`… with a session ticket` if the server sent one), or `refused: REASON`.
     static let probe = """
         import json, socket, ssl, sys
         port, out = int(sys.argv[1]), {}
@@ -23,7 +23,8 @@ struct TLSSuiteTests {
             try:
                 with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:
                     with ctx.wrap_socket(raw) as tls:
-                        out[suites] = tls.cipher()[0]
+                        ticket = tls.session is not None and tls.session.has_ticket
+                        out[suites] = tls.cipher()[0] + (" with a session ticket" if ticket else "")
             except (ssl.SSLError, OSError) as error:
                 out[suites] = "refused: " + str(error)
         print(json.dumps(out))
@@ -41,7 +42,7 @@ struct TLSSuiteTests {
         return try JSONSerialization.jsonObject(with: data) as? [String: String] ?? [:]
     }
 
-    @Test("TLS 1.2: static-RSA and CBC suites refused, ECDHE-AEAD accepted in the server's order (RSA and EC certificates)",
+    @Test("TLS 1.2: static-RSA and CBC suites refused, ECDHE-AEAD accepted in the server's order, no session ticket (RSA and EC certificates)",
           arguments: [true, false])
     func suites(rsa: Bool) throws {
         let pki = try TestPKI()
@@ -64,6 +65,7 @@ struct TLSSuiteTests {
                 #expect(results[suite]?.hasPrefix("refused") == true, "\(suite): \(results[suite] ?? "no result")")
             }
             for suite in accepted {
+                // No ticket either: nothing resumes.
                 #expect(results[suite] == suite, "\(suite): \(results[suite] ?? "no result")")
             }
             #expect(results[preference] == "ECDHE-\(kind)-AES128-GCM-SHA256", "\(results[preference] ?? "no result")")
