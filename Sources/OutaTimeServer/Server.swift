@@ -142,6 +142,8 @@ final class Server {
     /// with what to answer (``ServerConfig/failedHelloDelayMs``).
     private(set) var helloDelays: Scheduler<Int>!
     var slowedHellos: [Int: SlowedHello] = [:]
+    /// The rate limit of the `notice` line a failed `hello` logs (``logFailedHello(on:problem:client:name:)``).
+    var failedHelloLog = LogRateLimit(limit: Server.failedHelloLogLimit, windowMs: Server.failedHelloLogWindowMs)
     private var signals: [Signal] = []
     /// systemd's notification socket (`$NOTIFY_SOCKET`), when the
     /// executable runs as a `Type=notify` service (``notifyService(_:)``).
@@ -186,6 +188,7 @@ final class Server {
             tlsContext = try Self.makeTLSContext(files)
             tlsFiles = files
         }
+        warnAboutExposedSecretFiles("start")
         try loadChannels()
     }
 

@@ -157,6 +157,23 @@ extension Server {
 
 /// Runs the server in the foreground (see `outatime-server`).
 public enum ServerRunner {
+    /// What the executable does to its own process before it reads a key or
+    /// makes a file: umask 077 (database, WAL and lock files for the owner
+    /// only), no core dumps (`PR_SET_DUMPABLE` 0: a crash must not write
+    /// keys and tokens to disk), and a warning when it runs as root.
+    public static func hardenProcess(logger: Logger) {
+        ProcessHardening.restrictNewFileModes()
+        if !ProcessHardening.forbidCoreDumps() {
+            logger.warning("cannot turn core dumps off (PR_SET_DUMPABLE); a crash may write keys and tokens to disk")
+        }
+        if ProcessHardening.runsAsRoot {
+            logger.warning("""
+                running as root: run the server as a user of its own (the systemd unit uses 'outatime'); \
+                it needs no privileges, and a flaw would then hand over the whole machine
+                """)
+        }
+    }
+
     /// Runs until SIGINT/SIGTERM; true when everything closed cleanly.
     /// `onListening` gets the plaintext listener's host and port, then
     /// `onTLSListening` the TLS listener's, then `onHTTPListening` the HTTP

@@ -46,12 +46,25 @@ public struct TLSError: Error, Sendable, Equatable, CustomStringConvertible {
 /// The configuration every ``TLSStream`` of one side is made from: for a
 /// server, its certificate chain and key (and optionally the CA its clients'
 /// certificates must chain to); for a client, the CAs it trusts. TLS 1.2 is
-/// the minimum, TLS 1.3 is chosen whenever the peer has it.
+/// the minimum, TLS 1.3 is chosen whenever the peer has it, and TLS 1.2
+/// offers only ``tls12Suites`` (forward secret and authenticated: no
+/// static RSA key exchange, no CBC, no SHA-1 MAC), the server's order first.
 ///
 /// Immutable once made, so one context may serve any number of streams on
 /// any thread. To change certificates, make a new context: streams already
 /// made keep theirs.
 public final class TLSContext: @unchecked Sendable {
+    /// The TLS 1.2 cipher suites, in the server's order of preference:
+    /// ECDHE key exchange with an AEAD cipher only, Mozilla's "intermediate"
+    /// profile without its DHE suites. With an RSA certificate that leaves
+    /// the `ECDHE-RSA-…` ones, with an ECDSA one the `ECDHE-ECDSA-…` ones.
+    /// TLS 1.3's suites (all AEAD, all forward secret) stay OpenSSL's.
+    public static let tls12Suites = [
+        "ECDHE-ECDSA-AES128-GCM-SHA256", "ECDHE-RSA-AES128-GCM-SHA256",
+        "ECDHE-ECDSA-AES256-GCM-SHA384", "ECDHE-RSA-AES256-GCM-SHA384",
+        "ECDHE-ECDSA-CHACHA20-POLY1305", "ECDHE-RSA-CHACHA20-POLY1305",
+    ]
+
     /// Which end of the handshake the context's streams play.
     public enum Role: Sendable { case server, client }
 
@@ -71,6 +84,10 @@ public final class TLSContext: @unchecked Sendable {
         self.role = role
         self.requiresClientCertificate = requiresClientCertificate
         guard outatime_ctx_set_min_tls12(raw) == 1 else { throw TLSError.fromQueue("cannot require TLS 1.2") }
+        guard SSL_CTX_set_cipher_list(raw, Self.tls12Suites.joined(separator: ":")) == 1 else {
+            throw TLSError.fromQueue("cannot set the TLS 1.2 cipher suites")
+        }
+        if role == .server { outatime_ctx_set_server_preference(raw) }
         outatime_ctx_set_modes(raw)
         outatime_ctx_disable_session_cache(raw)
         if role == .server {

@@ -206,8 +206,9 @@ struct OutaTimeServerCommand: ParsableCommand {
     var logLevel = "info"
 
     @Option(help: ArgumentHelp("""
-        Log format: text (one readable line) or json (one object a line: ts, level, logger, msg, then the \
-        metadata keys such as conn.id, channel, reason).
+        Log format: text (one readable line; a value holding a space, '=', a quote or a control character \
+        is quoted and escaped) or json (one object a line: ts, level, logger, msg, then the metadata keys \
+        such as conn.id, channel, reason). Both escape control and Unicode format characters.
         """, valueName: "format"))
     var logFormat = "text"
 
@@ -313,11 +314,12 @@ struct OutaTimeServerCommand: ParsableCommand {
                 handler.logLevel = level
                 return handler
             }
-            var handler = StreamLogHandler.standardError(label: label)
+            var handler = TextLogHandler.standardError(label: label)
             handler.logLevel = level
             return handler
         }
         let logger = Logger(label: "outatime")
+        ServerRunner.hardenProcess(logger: logger)
         let config = try makeConfig()
         let clean: Bool
         do {

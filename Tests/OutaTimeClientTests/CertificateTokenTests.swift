@@ -16,7 +16,9 @@ struct CertificateTokenTests {
     static var board: [String: Any] {
         ["certificate_subject": boardSubject, "name": "Lobby board", "role": "watch", "channels": ["starport/*"]]
     }
-    static var doc: [String: Any] { ["token": "doc-1955", "name": "Doc Brown", "role": "operate"] }
+    /// Strong enough to be given in the clear (the file refuses weak tokens).
+    static let docToken = "doc-1955-Qm7vX2kR9tL4wZ8p"
+    static var doc: [String: Any] { ["token": Self.docToken, "name": "Doc Brown", "role": "operate"] }
 
     /// A server with a plaintext listener and an mTLS listener (client
     /// certificates from `pki`), reading `tokens`.
@@ -80,7 +82,7 @@ struct CertificateTokenTests {
             #expect(write.code == "forbidden", "a watch entry may not publish: \(write)")
 
             // A token decides alone, even beside a listed certificate.
-            let doc = try Self.connect(server, pki, boardIdentity, token: "doc-1955")
+            let doc = try Self.connect(server, pki, boardIdentity, token: Self.docToken)
             #expect(doc.hello?.role == "operate")
             // Others see the entry's name, not the one the client asked for.
             _ = try board.request("subscribe", fields: ["channel": .string("starport/lobby")])
@@ -156,7 +158,7 @@ struct CertificateTokenTests {
         var config = ServerConfig()
         config.tlsPort = 0
         config.tls = TLSFiles(certificateFile: identity.certificateFile, privateKeyFile: identity.keyFile)
-        config.tokens = [AccessToken(token: "doc-1955", name: "Doc Brown", role: .operate),
+        config.tokens = [AccessToken(token: Self.docToken, name: "Doc Brown", role: .operate),
                          AccessToken(certificateSubject: Self.boardSubject, name: "Lobby board", role: .watch)]
         #expect { try config.validate() } throws: { error in
             let message = (error as? ConfigError)?.message ?? ""
@@ -177,7 +179,7 @@ struct CertificateTokenTests {
                 return
             }
             #expect(message.contains("maps a certificate subject"), "\(message)")
-            let doc = try BlockingClient(options: ClientOptions(port: server.port, token: "doc-1955", reconnect: false))
+            let doc = try BlockingClient(options: ClientOptions(port: server.port, token: Self.docToken, reconnect: false))
             #expect(doc.hello?.role == "operate")
         }
     }

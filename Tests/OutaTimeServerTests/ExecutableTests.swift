@@ -116,8 +116,8 @@ struct ExecutableTests {
         let folder = try TemporaryFolder()
         let tokensPath = folder.path("tokens.json")
         try Data(#"""
-        [{"token": "w-1885", "name": "Wendy", "role": "watch"},
-         {"token": "o-1955", "name": "Otto", "role": "operate"}]
+        [{"token": "w-1885-Qm7vX2kR9tL4wZ8p", "name": "Wendy", "role": "watch"},
+         {"token": "o-1955-N3cF6hJ1sD5gY0bV", "name": "Otto", "role": "operate"}]
         """#.utf8).write(to: URL(fileURLWithPath: tokensPath))
         let server = try ServerProcess(["--port", "0", "--tokens", tokensPath, "--log-level", "error"])
         let listening = try #require(server.awaitListening(), "stderr: \(server.stderrText)")
@@ -128,15 +128,15 @@ struct ExecutableTests {
         #expect(anonymous.expectClosed())
 
         let watcher = try TestClient(port: listening.port)
-        #expect(try watcher.hello(token: "w-1885")["role"] as? String == "watch")
+        #expect(try watcher.hello(token: "w-1885-Qm7vX2kR9tL4wZ8p")["role"] as? String == "watch")
         #expect(try watcher.request("publish", ["channel": "laps/x", "data": 1]).errorCode == .forbidden)
         let op = try TestClient(port: listening.port)
-        #expect(try op.hello(token: "o-1955")["role"] as? String == "operate")
+        #expect(try op.hello(token: "o-1955-N3cF6hJ1sD5gY0bV")["role"] as? String == "operate")
         #expect(try op.request("publish", ["channel": "laps/x", "data": 1]).isOK)
 
         server.send(signal: SIGTERM)
         #expect(server.waitForExit() == 0)
-        #expect(!server.stderrText.contains("w-1885") && !server.stderrText.contains("o-1955"), "token in logs")
+        #expect(!server.stderrText.contains("Qm7vX2kR9tL4wZ8p") && !server.stderrText.contains("N3cF6hJ1sD5gY0bV"), "token in logs")
     }
 
     @Test("an unreadable tokens file is refused with a non-zero exit")

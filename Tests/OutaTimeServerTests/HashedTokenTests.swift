@@ -3,6 +3,7 @@ import Foundation
 import OutaTimeProtocol
 @testable import OutaTimeServer
 import Testing
+import UV
 
 /// Tokens given as their SHA-256 (`"sha256": "<hex>"`), so that the file
 /// need not hold them: a real server reading a real file. The digest below
@@ -35,10 +36,11 @@ struct HashedTokenTests {
 
     @Test("an entry rewritten from token to sha256 keeps its connections across a reload")
     func rewrittenEntryKeepsConnections() throws {
-        let file = try TokensFile([tokenEntry("lobby-board-1885", "Lobby board", "watch")])
+        let token = "lobby-board-1885-Qm7vX2kR9tL4"  // strong enough in the clear (TokenStrength)
+        let file = try TokensFile([["token": token, "name": "Lobby board", "role": "watch"]])
         try withTestServer(file.configure) { server in
-            let board = try server.connectReady(token: "lobby-board-1885")
-            try file.write([["sha256": Self.lobbyDigest, "name": "Lobby board", "role": "watch"]])
+            let board = try server.connectReady(token: token)
+            try file.write([["sha256": SHA256.hex(Array(token.utf8)), "name": "Lobby board", "role": "watch"]])
             #expect(server.handle.reload()?.tokens == .reloaded(entries: 1, closed: 0, updated: 0))
             #expect(try board.request("ping").isOK)
         }

@@ -77,6 +77,8 @@ struct ReloadTests {
          "channel pattern 'laps/x*'"),
         ("[{\"token\": \"otto-operate-1955\",", "is not valid JSON"),
         ("[]", "lists no tokens"),
+        ("[{\"token\": \"otto-operate-1955\", \"name\": \"Otto\", \"role\": \"operate\"}]",
+         "entry 1 of 1 ('Otto'): the token is too weak"),
     ])
     func badFileKeepsOldTokens(text: String, problem: String) throws {
         let file = try TokensFile([Self.wendy, Self.otto])

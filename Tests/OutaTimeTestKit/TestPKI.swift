@@ -42,12 +42,17 @@ public final class TestPKI: @unchecked Sendable {
     /// `expired` makes one whose validity ended a day before it began (so,
     /// in the past); `client` marks it for client authentication.
     /// `organization` adds an `O=` to the subject (`/O=…/CN=…`, which
-    /// OpenSSL's RFC 2253 form prints as `CN=…,O=…`).
+    /// OpenSSL's RFC 2253 form prints as `CN=…,O=…`). `rsa` makes an RSA
+    /// 2048 key instead of EC P-256 (what static-RSA suites need).
     public func issue(_ commonName: String, names: [String] = [], expired: Bool = false,
-                      client: Bool = false, organization: String? = nil) throws -> Identity {
+                      client: Bool = false, organization: String? = nil, rsa: Bool = false) throws -> Identity {
         let stem = directory.appendingPathComponent("\(commonName)-\(UUID().uuidString.prefix(8))").path
         let key = stem + ".key", request = stem + ".csr", certificate = stem + ".pem", extensions = stem + ".ext"
-        try Self.openssl(["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", key])
+        if rsa {
+            try Self.openssl(["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", key])
+        } else {
+            try Self.openssl(["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", key])
+        }
         try Self.openssl(["req", "-new", "-key", key, "-subj", (organization.map { "/O=\($0)" } ?? "") + "/CN=\(commonName)",
                           "-out", request])
         var lines = ["basicConstraints=CA:FALSE", "extendedKeyUsage=\(client ? "clientAuth" : "serverAuth")"]

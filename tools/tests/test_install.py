@@ -123,15 +123,31 @@ class InstallTest(unittest.TestCase):
     def test_systemd_unit(self) -> None:
         unit = self.prefix / "lib" / "systemd" / "system" / "outatime-server.service"
         text = unit.read_text()
-        self.assertNotIn("@", re.sub(r"(?m)^#.*$", "", text).replace("$MAINPID", ""), "a placeholder was left")
+        self.assertNotRegex(re.sub(r"(?m)^#.*$", "", text), r"@[A-Z_]+@", "a placeholder was left")
         lines = text.splitlines()
         self.assertIn(f"ExecStart={self.prefix}/bin/outatime-server --db %S/outatime/outatime.sqlite $OUTATIME_ARGS",
                       lines)
         for setting in ("Type=notify", "ExecReload=/bin/kill -HUP $MAINPID", "LimitNOFILE=65536", "User=outatime",
-                        "StateDirectory=outatime", "NoNewPrivileges=yes", "ProtectSystem=strict"):
+                        "StateDirectory=outatime", "NoNewPrivileges=yes", "ProtectSystem=strict",
+                        "SystemCallFilter=@system-service", "SystemCallFilter=~@privileged", "SystemCallErrorNumber=EPERM",
+                        "MemoryDenyWriteExecute=yes", "PrivateMounts=yes", "LimitCORE=0", "UMask=0077"):
             self.assertIn(setting, lines)
         sysusers = (self.prefix / "lib" / "sysusers.d" / "outatime.conf").read_text()
         self.assertRegex(sysusers, r"(?m)^u outatime - ")
+
+    def test_systemd_analyze_security(self) -> None:
+        """The exposure score the README states, offline (systemd >= 252)."""
+        analyze = shutil.which("systemd-analyze")
+        if analyze is None:
+            self.skipTest("systemd-analyze is not installed")
+        unit = self.prefix / "lib" / "systemd" / "system" / "outatime-server.service"
+        run = subprocess.run([analyze, "security", "--offline=true", str(unit)], capture_output=True, text=True, timeout=120)
+        if "--offline" in run.stderr and "unrecognized" in run.stderr:
+            self.skipTest("systemd-analyze security has no --offline (systemd < 252)")
+        found = re.search(r"Overall exposure level for outatime-server\.service: (\d+\.\d)", run.stdout)
+        self.assertIsNotNone(found, run.stdout + run.stderr)
+        assert found is not None
+        self.assertLessEqual(float(found.group(1)), 1.4, run.stdout)
 
     def test_systemd_analyze_verify(self) -> None:
         analyze = shutil.which("systemd-analyze")
@@ -147,9 +163,24 @@ class InstallTest(unittest.TestCase):
 
     def test_example_tokens_file_starts_the_installed_server(self) -> None:
         share = self.prefix / "share" / "outatime"
-        tokens = share / "tokens.example.json"
-        self.assertEqual(len(json.loads(tokens.read_text())), 4)
+        example = share / "tokens.example.json"
+        self.assertEqual(len(json.loads(example.read_text())), 4)
         self.assertRegex((share / "outatime-server.env").read_text(), r"(?m)^OUTATIME_ARGS=$")
+        # As installed, its placeholder tokens are too weak: the server refuses
+        # to start (exit 64), naming the file and the first entry.
+        refused = subprocess.run([str(self.prefix / "bin" / "outatime-server"), "--port", "0", "--tokens", str(example),
+                                  "--db", str(Path(self.tmp.name) / "refused.sqlite")],
+                                 capture_output=True, text=True, timeout=60)
+        self.assertEqual(refused.returncode, 64, refused.stderr)
+        self.assertIn(f"tokens file {example}: entry 1 of 4 ('Doc Brown'): the token is too weak", refused.stderr)
+        # With each token replaced by `openssl rand -base64 32`, as the README says, it starts.
+        entries = json.loads(example.read_text())
+        for entry in entries:
+            entry["token"] = subprocess.run(["openssl", "rand", "-base64", "32"], capture_output=True, text=True,
+                                            check=True).stdout.strip()
+        tokens = Path(self.tmp.name) / "tokens.json"
+        tokens.write_text(json.dumps(entries))
+        tokens.chmod(0o600)
         server = subprocess.Popen([str(self.prefix / "bin" / "outatime-server"), "--port", "0", "--tokens", str(tokens),
                                    "--db", str(Path(self.tmp.name) / "example.sqlite"), "--log-level", "error"],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

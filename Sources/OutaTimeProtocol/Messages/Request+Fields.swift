@@ -20,7 +20,8 @@ extension Request {
     /// An optional string field, when given at most `maxLength` characters
     /// and 4 × `maxLength` bytes of UTF-8 (``TextLength``). `freeText`
     /// fields (display names) may hold no control character
-    /// (``TextLength/firstControlCharacter(in:)``).
+    /// (``TextLength/firstControlCharacter(in:)``) and no format character
+    /// (``TextLength/firstFormatCharacter(in:)``), both `invalid_request`.
     public func optionalString(_ key: String, maxLength: Int? = nil, freeText: Bool = false) throws(ProtocolError) -> String? {
         guard let value = present(key) else { return nil }
         let length = maxLength.map { TextLength(max: $0) }
@@ -33,6 +34,9 @@ extension Request {
         }
         if freeText, let found = TextLength.firstControlCharacter(in: text) {
             throw ProtocolError(.invalidRequest, "field '\(key)' \(TextLength.controlProblem(found))")
+        }
+        if freeText, let found = TextLength.firstFormatCharacter(in: text) {
+            throw ProtocolError(.invalidRequest, "field '\(key)' \(TextLength.formatProblem(found))")
         }
         return text
     }

@@ -92,6 +92,42 @@ public struct TextLength: Sendable, Equatable {
         return "must not contain control characters (U+0000–U+001F, U+007F–U+009F), got U+\(padded) at character \(found.position)"
     }
 
+    /// The first Unicode format character (general category Cf) of `text`
+    /// and its 1-based position in characters, or nil. Names (hello's
+    /// `name` and `client`, a tokens-file `name`) may hold none: bidi
+    /// overrides and isolates (U+202A–U+202E, U+2066–U+2069), marks
+    /// (U+200E, U+200F), zero-width and invisible ones (U+200B, U+2060,
+    /// U+FEFF, U+00AD, …) make one name look like another or reorder the
+    /// line it is shown in. Zero-width (non-)joiners, U+200C and U+200D,
+    /// stay allowed: emoji sequences and scripts such as Persian need them.
+    public static func firstFormatCharacter(in text: String) -> (scalar: Unicode.Scalar, position: Int)? {
+        // Fast path: ASCII only.
+        guard text.utf8.contains(where: { $0 >= 0x80 }) else { return nil }
+        for (offset, character) in text.enumerated() {
+            if let scalar = character.unicodeScalars.first(where: isFormat) { return (scalar, offset + 1) }
+        }
+        return nil
+    }
+
+    /// Cf, except U+200C and U+200D (``firstFormatCharacter(in:)``).
+    public static func isFormat(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.properties.generalCategory == .format && scalar.value != 0x200C && scalar.value != 0x200D
+    }
+
+    /// The format-character rule in words: `must not contain Unicode format
+    /// characters (bidi controls, invisible marks: general category Cf),
+    /// got U+202E at character 6`.
+    public static func formatProblem(_ found: (scalar: Unicode.Scalar, position: Int)) -> String {
+        "must not contain Unicode format characters (bidi controls such as U+202E, invisible marks such as U+200B; "
+            + "general category Cf), got \(codePoint(found.scalar)) at character \(found.position)"
+    }
+
+    /// `U+000A`, `U+202E`, `U+E0001`.
+    public static func codePoint(_ scalar: Unicode.Scalar) -> String {
+        let code = String(scalar.value, radix: 16, uppercase: true)
+        return "U+" + String(repeating: "0", count: max(0, 4 - code.count)) + code
+    }
+
     /// Quotes client text for an error message: `'text'`, or its first
     /// `limit` Unicode scalars then `…'` and its length. Cut by scalars, not
     /// characters, so one character of thousands of combining marks cannot

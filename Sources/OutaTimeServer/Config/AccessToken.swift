@@ -77,6 +77,9 @@ public struct AccessToken: Sendable, Equatable {
         if let found = TextLength.firstControlCharacter(in: name) {
             throw EntryProblem(name: nil, problem: "'name' \(TextLength.controlProblem(found))")
         }
+        if let found = TextLength.firstFormatCharacter(in: name) {
+            throw EntryProblem(name: nil, problem: "'name' \(TextLength.formatProblem(found))")
+        }
         func fail(_ problem: String) -> EntryProblem {
             EntryProblem(name: name, problem: problem)
         }

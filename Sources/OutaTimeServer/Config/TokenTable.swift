@@ -53,7 +53,8 @@ public struct TokenTable: Sendable {
         entries.first { $0.key == entry.key }
     }
 
-    /// Reads a tokens file: a JSON array of entries (``AccessToken``).
+    /// Reads a tokens file: a JSON array of entries (``AccessToken``); a
+    /// token given in the clear must be strong (``TokenStrength``).
     /// Errors name the file, the entry (counting from 1, with its display
     /// name once known) and the problem, never a token's value.
     public static func load(from path: String) throws(ConfigError) -> TokenTable {
@@ -92,6 +93,13 @@ public struct TokenTable: Sendable {
                     + "repeats the \(what) of an earlier entry; each \(what) must be listed once")
             }
             entries.append(entry)
+        }
+        // Only once every entry is well formed: a token given in the clear
+        // must be strong enough to publish on a network (TokenStrength).
+        for (index, item) in items.enumerated() {
+            guard case .object(let fields) = item, case .string(let token)? = fields["token"],
+                  let problem = TokenStrength.problem(token) else { continue }
+            throw ConfigError(message: "tokens file \(path): entry \(index + 1) of \(items.count) ('\(entries[index].name)'): \(problem)")
         }
         return TokenTable(entries)
     }

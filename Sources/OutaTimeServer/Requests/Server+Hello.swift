@@ -38,6 +38,7 @@ extension Server {
                     else if let subject { "no token was given, and no entry maps the client certificate's subject '\(subject.prefix(200))'" }
                     else { "no token was given" }
                 countFailedHello(from: session)
+                logFailedHello(on: session, problem: problem, client: client, name: name)
                 return refuseSlowly(request.id, ProtocolError(.unauthorized,
                     "this server requires a token in 'hello' and \(problem)"), on: session)
             }

@@ -9,7 +9,9 @@ import OutaTimeProtocol
 /// server's own keys as they are (`conn.id`, `channel`, `reason`, `error`,
 /// …). Values are strings; nested metadata is written as its description.
 /// Written with the project's encoder (``MessageEncoder``), one `write` per
-/// line, so lines from threads never interleave.
+/// line, so lines from threads never interleave; C1 and Unicode format
+/// characters, which the encoder leaves as they are, are written as
+/// `\uXXXX` escapes (``LogText/json(_:)``).
 public struct JSONLogHandler: LogHandler {
     public var logLevel: Logger.Level = .info
     public var metadata: Logger.Metadata = [:]
@@ -44,7 +46,7 @@ public struct JSONLogHandler: LogHandler {
             fields.append((key, "\(value)"))
         }
         guard let line = try? MessageEncoder().text(Line(fields: fields)) else { return }
-        output(line + "\n")
+        output(LogText.json(line) + "\n")
     }
 
     /// The fields in order, as one JSON object.

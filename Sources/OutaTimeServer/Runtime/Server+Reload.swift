@@ -23,6 +23,7 @@ extension Server {
                 tls = .failed(message: error.message)
             }
         }
+        warnAboutExposedSecretFiles("reload")
         let report = ReloadReport(tokens: tokens, tls: tls)
         logger.notice("reload done", metadata: ["tokens": "\(tokens)", "tls": "\(tls)"])
         return report

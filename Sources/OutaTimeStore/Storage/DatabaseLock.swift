@@ -12,6 +12,10 @@ import Glibc
 /// when its process ends, however it ends (SIGKILL too), so a lock file left
 /// behind never blocks a restart; the lock is per open file, so a second
 /// server in the same process is refused as well.
+///
+/// The file is opened with `O_NOFOLLOW` and made mode 0600: a symbolic link
+/// planted at `PATH.lock` is refused instead of having its target
+/// truncated and overwritten with the process id.
 public final class DatabaseLock {
     /// The lock file.
     public let path: String
@@ -25,14 +29,22 @@ public final class DatabaseLock {
         path = databasePath + ".lock"
         let folder = URL(fileURLWithPath: databasePath).deletingLastPathComponent()
         try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        if descriptor < 0, errno == ELOOP {
+            throw DatabaseLockError("the lock file \(path) is a symbolic link; it must be a plain file "
+                + "(remove the link: the server creates the file, mode 0600)")
+        }
         if descriptor < 0, errno == EROFS || errno == EACCES {
             // A folder this process may not write: a lock file already
             // there still locks (read-only is enough for flock). Without
             // one, nothing here can write the database either, so a
             // second server could not corrupt it: go on without a lock.
-            descriptor = open(path, O_RDONLY | O_CLOEXEC)
+            descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
             if descriptor < 0, errno == ENOENT { return }
+            if descriptor < 0, errno == ELOOP {
+                throw DatabaseLockError("the lock file \(path) is a symbolic link; it must be a plain file "
+                    + "(remove the link: the server creates the file, mode 0600)")
+            }
         }
         guard descriptor >= 0 else {
             throw DatabaseLockError("cannot create the lock file \(path): \(String(cString: strerror(errno)))")
@@ -49,6 +61,8 @@ public final class DatabaseLock {
             throw DatabaseLockError("cannot lock \(path): \(String(cString: strerror(cause)))")
         }
         guard fcntl(descriptor, F_GETFL) & O_ACCMODE == O_RDWR else { return }
+        // A lock file made before 0600 (or by another mask): its owner tightens it.
+        _ = fchmod(descriptor, 0o600)
         let text = Array("\(getpid())\n".utf8)
         _ = ftruncate(descriptor, 0)
         _ = text.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }

@@ -2,10 +2,13 @@ import Foundation
 import OutaTimeServer
 import OutaTimeTestSupport
 import Testing
+import UV
 
-/// A tokens-file entry.
+/// A tokens-file entry for `token`, given as its SHA-256 (`"sha256"`), so
+/// that tests may use short, readable tokens: the file refuses weak tokens
+/// in the clear (TokenStrength), not digests.
 func tokenEntry(_ token: String, _ name: String, _ role: String, channels: [String]? = nil) -> [String: Any] {
-    var entry: [String: Any] = ["token": token, "name": name, "role": role]
+    var entry: [String: Any] = ["sha256": SHA256.hex(Array(token.utf8)), "name": name, "role": role]
     if let channels { entry["channels"] = channels }
     return entry
 }

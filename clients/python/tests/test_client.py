@@ -403,8 +403,8 @@ class TokensTest(ServerTestCase):
     def server_extra_args(self) -> list[str]:
         tokens = self.tmp / "tokens.json"
         tokens.write_text(json.dumps([
-            {"token": "s3cr3t-marty", "name": "Marty", "role": "operate"},
-            {"token": "s3cr3t-board", "name": "Lobby board", "role": "watch"},
+            {"token": "s3cr3t-marty-Qm7vX2kR9tL4wZ8p", "name": "Marty", "role": "operate"},
+            {"token": "s3cr3t-board-N3cF6hJ1sD5gY0bV", "name": "Lobby board", "role": "watch"},
         ]))
         return ["--tokens", str(tokens)]
 
@@ -417,14 +417,14 @@ class TokensTest(ServerTestCase):
             self.assertFalse(c.connected)
 
     def test_roles_and_names_from_tokens(self) -> None:
-        board = self.client(name="self-declared", token="s3cr3t-board")
+        board = self.client(name="self-declared", token="s3cr3t-board-N3cF6hJ1sD5gY0bV")
         self.assertEqual(board.hello["role"], "watch")
         r = board.subscribe("starport/hv")
         self.assertEqual(r["watchers"], [{"session": board.session, "name": "Lobby board"}])
         self.assertEqual(board.command("starport/hv", "quote", model="SWingV2", path="AC")["duration_s"], 28080)
         self.assert_error("forbidden", board.publish, "starport/hv", "hi")
         self.assert_error("forbidden", board.command, "starport/hv", "cancel", id=1)
-        marty = self.client(token="s3cr3t-marty")
+        marty = self.client(token="s3cr3t-marty-Qm7vX2kR9tL4wZ8p")
         self.assertEqual(marty.hello["role"], "operate")
         self.assertEqual(marty.publish("starport/hv", "hi")["delivered"], 1)
 

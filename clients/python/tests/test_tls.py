@@ -196,7 +196,7 @@ class CertificateSubjectTest(TLSServerTestCase):
         tokens = self.tmp / "tokens.json"
         tokens.write_text(json.dumps([
             {"certificate_subject": "CN=board-1", "name": "Lobby board", "role": "watch", "channels": ["starport/*"]},
-            {"token": "s3cr3t-marty", "name": "Marty", "role": "operate"},
+            {"token": "s3cr3t-marty-Qm7vX2kR9tL4wZ8p", "name": "Marty", "role": "operate"},
         ]))
         return super().server_extra_args() + ["--tokens", str(tokens)]
 
@@ -213,7 +213,7 @@ class CertificateSubjectTest(TLSServerTestCase):
             board.get("timers/main")
         self.assertEqual(caught.exception.code, "forbidden")
         # A token decides alone, beside the same certificate.
-        marty = self.tls_client("marty", cert_file=cert, key_file=key, token="s3cr3t-marty")
+        marty = self.tls_client("marty", cert_file=cert, key_file=key, token="s3cr3t-marty-Qm7vX2kR9tL4wZ8p")
         self.assertEqual(marty.hello["role"], "operate")
 
     def test_unlisted_certificate_and_plaintext_are_refused(self) -> None:
