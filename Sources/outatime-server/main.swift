@@ -83,8 +83,11 @@ struct OutaTimeServerCommand: ParsableCommand {
     @Flag(help: "Allow a plaintext listener on a non-loopback --host (tokens and boards cross the network in clear).")
     var allowPlaintext = false
 
-    @Option(help: ArgumentHelp("SQLite database file; its folder is created if missing. One server at a time: PATH.lock beside it refuses a second.", valueName: "path"))
+    @Option(help: ArgumentHelp("SQLite database file; its folder is created if missing. One server at a time: PATH.lock beside it refuses a second. Not used with --cluster.", valueName: "path"))
     var db = "./data/outatime.sqlite"
+
+    @OptionGroup(title: "Cluster mode (NATS JetStream; docs/CLUSTER.md)")
+    var clusterOptions: ClusterOptions
 
     @Option(help: ArgumentHelp("Heartbeat interval clients must keep; silence for twice as long closes the connection.", valueName: "ms"))
     var heartbeatMs = 15_000
@@ -265,6 +268,9 @@ struct OutaTimeServerCommand: ParsableCommand {
                 throw ValidationError(error.message)
             }
         }
+        if let cluster = try clusterOptions.settings() {
+            ClusterOptions.apply(cluster, to: &config)
+        }
         do {
             try config.validate()
         } catch {
@@ -280,7 +286,7 @@ struct OutaTimeServerCommand: ParsableCommand {
         guard ["text", "json"].contains(logFormat) else {
             throw ValidationError("--log-format '\(logFormat)' is not one of text, json")
         }
-        try Self.validateDatabasePath(db)
+        if clusterOptions.cluster == nil { try Self.validateDatabasePath(db) }
         _ = try makeConfig()
     }
 

@@ -40,7 +40,10 @@ public final class NATSServerProcess: @unchecked Sendable {
 
     /// Starts a server; `clusterPort` and `routes` join it to a cluster.
     /// Does not wait: see ``waitUntilReady(timeout:)``.
-    public init(name: String = "ot-test", port: Int? = nil, clusterPort: Int? = nil, routes: [Int] = [], folder: URL? = nil) throws {
+    /// `binary` replaces the usual one (``binary()``): Debian's 2.9.10,
+    /// which cluster mode must refuse (``debian2910()``).
+    public init(name: String = "ot-test", port: Int? = nil, clusterPort: Int? = nil, routes: [Int] = [], folder: URL? = nil,
+                binary: URL? = nil) throws {
         self.port = try port ?? Self.freePort()
         self.name = name
         url = "nats://127.0.0.1:\(self.port)"
@@ -55,7 +58,7 @@ public final class NATSServerProcess: @unchecked Sendable {
                 arguments += ["--routes", routes.map { "nats://127.0.0.1:\($0)" }.joined(separator: ",")]
             }
         }
-        process.executableURL = try Self.binary()
+        process.executableURL = try binary ?? Self.binary()
         process.arguments = arguments
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
@@ -64,8 +67,8 @@ public final class NATSServerProcess: @unchecked Sendable {
     }
 
     /// Starts a single server and waits until it accepts connections.
-    public static func start(timeout: Duration = .seconds(10)) throws -> NATSServerProcess {
-        let server = try NATSServerProcess()
+    public static func start(timeout: Duration = .seconds(10), binary: URL? = nil) throws -> NATSServerProcess {
+        let server = try NATSServerProcess(binary: binary)
         try server.waitUntilReady(timeout: timeout)
         return server
     }
@@ -91,6 +94,19 @@ public final class NATSServerProcess: @unchecked Sendable {
     public var logTail: String {
         let log = (try? String(contentsOf: folder.appendingPathComponent("\(name).log"), encoding: .utf8)) ?? ""
         return String(log.suffix(2000))
+    }
+
+    /// Debian 12's nats-server 2.9.10 (the one cluster mode refuses:
+    /// nats-server#4320), unpacked from its package by `make test-deps`
+    /// into `.build/nats-2.9.10` (or named by `OUTATIME_OLD_NATS_SERVER`).
+    public static func debian2910() throws -> URL {
+        let path = ProcessInfo.processInfo.environment["OUTATIME_OLD_NATS_SERVER"]
+            ?? FileManager.default.currentDirectoryPath + "/.build/nats-2.9.10/usr/sbin/nats-server"
+        guard FileManager.default.isExecutableFile(atPath: path) else {
+            throw NATSServerProcessError.binaryNotFound(searched: [
+                "\(path) (nats-server 2.9.10: `make test-deps` unpacks Debian's package there with apt-get download)"])
+        }
+        return URL(fileURLWithPath: path)
     }
 
     /// Freezes the server (SIGSTOP): it keeps its sockets but answers nothing.

@@ -17,19 +17,24 @@ public struct HelloResult: Codable, Sendable, Hashable {
     public let maxFrame: Int
     /// The connection's role: `watch`, `operate` or `admin`.
     public let role: String
+    /// In cluster mode, the node that answered (`--node`); absent on a
+    /// single server.
+    public let node: String?
 
     /// Creates the result.
-    public init(server: String, protocol: Int, session: String, heartbeatMs: Int, maxFrame: Int, role: String) {
+    public init(server: String, protocol: Int, session: String, heartbeatMs: Int, maxFrame: Int, role: String,
+                node: String? = nil) {
         self.server = server
         self.protocol = `protocol`
         self.session = session
         self.heartbeatMs = heartbeatMs
         self.maxFrame = maxFrame
         self.role = role
+        self.node = node
     }
 
     private enum CodingKeys: String, CodingKey {
-        case server, `protocol`, session, role
+        case server, `protocol`, session, role, node
         case heartbeatMs = "heartbeat_ms"
         case maxFrame = "max_frame"
     }

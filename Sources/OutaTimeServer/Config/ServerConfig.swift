@@ -13,6 +13,9 @@ public struct ServerConfig: Sendable {
     /// SQLite database file, with ``StorageBackend/sqlite``; its folder is
     /// created.
     public var databasePath = "./data/outatime.sqlite"
+    /// In cluster mode, this node's name (`--node`): sent in `hello` as
+    /// `node`, shown by `stats` and `/metrics`. Nil on a single server.
+    public var node: String? = nil
     /// Clients must send a frame at least this often; silence for twice as
     /// long closes the connection with `idle_timeout`.
     public var heartbeatMs = 15_000

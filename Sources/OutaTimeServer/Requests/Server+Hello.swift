@@ -54,7 +54,7 @@ extension Server {
                                          "role": "\(role.rawValue)", "client": "\(client ?? "-")"])
         session.reply(request.id, HelloResult(server: Self.version, protocol: 1, session: session.id,
                                               heartbeatMs: config.heartbeatMs, maxFrame: config.maxFrame,
-                                              role: role.rawValue))
+                                              role: role.rawValue, node: config.node))
         return .replied
     }
 
