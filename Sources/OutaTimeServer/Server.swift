@@ -48,6 +48,9 @@ final class Server {
     var sessions: [Int: Session] = [:]
     /// Per client address: connections held (``ServerConfig/maxConnectionsPerAddress``).
     var addresses = AddressTable()
+    /// Recent failed `hello`s per address and per token: how long each
+    /// `hello` waits (``HelloThrottle``).
+    var throttle: HelloThrottle
     /// Loop time before which no further refusal warning is logged.
     var nextRefusalWarning: UInt64 = 0
     /// Refused plain connections waiting for their peer's EOF after the
@@ -148,6 +151,8 @@ final class Server {
         self.config = config
         self.logger = logger
         self.clock = clock
+        self.throttle = HelloThrottle(freeFailures: config.maxFailedHellos, baseDelayMs: config.failedHelloDelayMs,
+                                      maxDelayMs: config.maxFailedHelloDelayMs, windowMs: config.failedHelloWindowMs)
         self.loop = try Loop()
         if config.readBudgetMicroseconds > 0 {
             loop.readTimePerIteration = UInt64(config.readBudgetMicroseconds) * 1_000

@@ -146,11 +146,19 @@ struct OutaTimeServerCommand: ParsableCommand {
 
     @Option(help: ArgumentHelp("""
         Failed hellos (a bad or missing token, with --tokens; each answered 250 ms late) one client \
-        IP address may make per minute. Beyond that the address is locked out until the minute (counted from its first \
-        failure) ends: every hello from it gets 'bye unauthorized', even with a valid token. A \
-        successful hello does not reset the count. 0: no limit.
+        IP address, or one presented token, may make per minute (counted from its first failure) \
+        before it is throttled: then every hello from that address or with that token, valid or not, \
+        is answered late, 250 ms doubling with each further failure up to --max-failed-hello-delay-ms. \
+        A valid token is never refused, only delayed (clients behind one NAT or balancer share an \
+        address: see --proxy-from). 0: never throttled.
         """, valueName: "n"))
     var maxFailedHellos = 10
+
+    @Option(help: ArgumentHelp("""
+        The longest a throttled hello waits for its answer (see --max-failed-hellos): a valid \
+        user's worst wait while others fail from the same address (250…60000).
+        """, valueName: "ms"))
+    var maxFailedHelloDelayMs = 4_000
 
     @Option(help: ArgumentHelp("""
         Requests one connection may send per second. Beyond that the server stops reading the \
@@ -206,6 +214,7 @@ struct OutaTimeServerCommand: ParsableCommand {
         config.maxChannels = maxChannels
         config.maxChannelItems = maxChannelItems
         config.maxFailedHellos = maxFailedHellos
+        config.maxFailedHelloDelayMs = maxFailedHelloDelayMs
         config.maxRequestsPerSecond = maxRequestsPerSecond
         guard (1...31_536_000).contains(idleChannelS) else {
             throw ValidationError("--idle-channel-s \(idleChannelS) is out of range (1…31536000 seconds)")

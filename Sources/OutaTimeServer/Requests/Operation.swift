@@ -130,7 +130,7 @@ extension Server {
                 "open": httpConnections.count,
             ],
             hellosFailed: counters.hellosFailed,
-            hellosLockedOut: counters.hellosLockedOut,
+            hellosThrottled: counters.hellosThrottled,
             maxFailedHellos: config.maxFailedHellos,
             requestRatePauses: counters.requestRatePauses,
             maxRequestsPerSecond: config.maxRequestsPerSecond,

@@ -40,9 +40,9 @@ struct ServerCounters {
     var channelItemsRefused = 0
     /// `hello`s refused for a bad or missing token (tokens configured).
     var hellosFailed = 0
-    /// `hello`s refused because their address was locked out
-    /// (``ServerConfig/maxFailedHellos``).
-    var hellosLockedOut = 0
+    /// `hello`s answered late because their address or token had failed
+    /// more than ``ServerConfig/maxFailedHellos`` times (``HelloThrottle``).
+    var hellosThrottled = 0
     /// Times a connection's reading was paused for going over
     /// ``ServerConfig/maxRequestsPerSecond``.
     var requestRatePauses = 0
@@ -127,7 +127,7 @@ struct StatsResult: Encodable {
     /// (absent without `--http`).
     var http: [String: Int]?
     var hellosFailed: Int
-    var hellosLockedOut: Int
+    var hellosThrottled: Int
     var maxFailedHellos: Int
     var requestRatePauses: Int
     var maxRequestsPerSecond: Int
@@ -174,7 +174,7 @@ struct StatsResult: Encodable {
         case maxChannelItems = "max_channel_items"
         case http
         case hellosFailed = "hellos_failed"
-        case hellosLockedOut = "hellos_locked_out"
+        case hellosThrottled = "hellos_throttled"
         case maxFailedHellos = "max_failed_hellos"
         case requestRatePauses = "request_rate_pauses"
         case maxRequestsPerSecond = "max_requests_per_second"

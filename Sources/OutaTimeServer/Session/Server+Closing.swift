@@ -57,7 +57,7 @@ extension Server {
         session.transition(to: .closed)
         detach(session)
         sessions[session.serial] = nil
-        if let host = session.peerHost { addresses.connectionClosed(from: host, now: loop.now) }
+        if let host = session.peerHost { addresses.connectionClosed(from: host) }
         session.requests.clear()
         session.stream.close()
         logger.trace("connection closed", metadata: ["conn.id": "\(session.id)", "reason": "\(reason.rawValue)"])
@@ -97,7 +97,7 @@ extension Server {
         sweepHTTP(now: now)
         sweepRefusals(now: now)
         if case .running = phase { forgetIdleChannels(now: now) }
-        addresses.forgetExpiredFailures(now: now)
+        throttle.forgetExpired(now: now)
         if case .draining = phase { checkDrained() }
     }
 
