@@ -56,6 +56,9 @@ final class Server {
     /// Refused plain connections waiting for their peer's EOF after the
     /// `error` and `bye` (``Server/refuse(_:limit:host:tls:)``), with their deadlines.
     var lingeringRefusals: [ObjectIdentifier: (stream: TCPStream, deadline: UInt64)] = [:]
+    /// Connections from a trusted balancer (`--proxy-from`) whose PROXY
+    /// header has not arrived yet (``awaitProxyHeader(on:tls:proxy:)``).
+    var proxyHeaderWaits: [ObjectIdentifier: ProxyHeaderWait] = [:]
     var nextSerial = 0
     var channels: [String: Channel] = [:]
     /// Channels that may be idle and empty, with the loop time they were
@@ -328,6 +331,24 @@ final class Server {
             return
         }
         let host = tcp.peerAddress?.host
+        if let host, config.proxyFrom.anyContains(host) {
+            // A trusted balancer: the client's address comes in its PROXY
+            // header; only the total limit applies until then.
+            if sessions.count + proxyHeaderWaits.count >= config.maxConnections {
+                refuse(tcp, limit: .total, host: host, tls: tls)
+            } else {
+                awaitProxyHeader(on: tcp, tls: tls, proxy: host)
+            }
+            return
+        }
+        open(tcp, tls: tls, host: host)
+    }
+
+    /// Makes a session of an accepted connection from the client at `host`
+    /// (nil: unknown) — unless a connection limit refuses it. `early`: bytes
+    /// that followed a PROXY header in the same read, the session's first.
+    func open(_ tcp: TCPStream, tls: Bool, host: String?, proxy: String? = nil,
+              early: UnsafeRawBufferPointer? = nil) {
         if let limit = connectionLimitReached(host: host) {
             refuse(tcp, limit: limit, host: host, tls: tls)
             return
@@ -375,7 +396,14 @@ final class Server {
             destroy(session, reason: .readError)
             return
         }
-        logger.trace("connection accepted", metadata: ["conn.id": "\(session.id)", "peer": "\(stream.peerAddress?.description ?? "?")"])
+        logger.trace("connection accepted", metadata: ["conn.id": "\(session.id)", "peer": "\(host ?? "?")",
+                                                       "proxy": "\(proxy ?? "-")"])
+        if let early, early.count > 0 {
+            switch stream {
+            case .tcp: received(early, on: session)
+            case .tls(let tls): tls.receivedEarly(early)
+            }
+        }
     }
 
     func markDirty(_ session: Session) {
@@ -501,6 +529,7 @@ final class Server {
         scheduler?.close()
         rateWakeups?.close()
         helloDelays?.close()
+        closeProxyHeaderWaits()
         for refusal in lingeringRefusals.values { refusal.stream.close() }
         lingeringRefusals = [:]
         if !signals.isEmpty {

@@ -66,6 +66,17 @@ struct OutaTimeServerCommand: ParsableCommand {
         """, valueName: "host:port"))
     var http: String?
 
+    @Option(name: .customLong("proxy-from"), help: ArgumentHelp("""
+        Trust PROXY protocol headers (v1 or v2: haproxy 'send-proxy' / 'send-proxy-v2') from this \
+        balancer address or CIDR network (10.0.0.5, 10.0.0.0/8, 2001:db8::/32); repeat for several. \
+        Connections from it must begin with a header, on the plaintext and the TLS listener (before \
+        the handshake), within the hello timeout; the client address it names then counts for \
+        --max-connections-per-address, --max-failed-hellos and the logs. A header from any other \
+        address, or a malformed one, closes the connection with a log line. Without it, no header \
+        is trusted. README.md, "Behind a balancer", has an haproxy example.
+        """, valueName: "cidr"))
+    var proxyFrom: [String] = []
+
     @Flag(help: "Allow a plaintext listener on a non-loopback --host (tokens and boards cross the network in clear).")
     var allowPlaintext = false
 
@@ -223,6 +234,11 @@ struct OutaTimeServerCommand: ParsableCommand {
         config.allowAnonymous = allowAnonymous
         config.allowPlaintext = allowPlaintext
         config.plainListener = !noPlain
+        do {
+            config.proxyFrom = try proxyFrom.map(AddressRange.init)
+        } catch {
+            throw ValidationError(error.message)
+        }
         if let http {
             do {
                 config.http = try HTTPEndpoint.parse(http)

@@ -37,6 +37,12 @@ public struct ServerConfig: Sendable {
     public var tlsPort: Int? = nil
     /// Whether the plaintext listener on ``port`` runs (`--no-plain` clears it).
     public var plainListener = true
+    /// The balancers (`--proxy-from`) whose connections begin with a PROXY
+    /// protocol header (v1 or v2) naming the client: their connections must
+    /// send one (within ``helloTimeoutMs``), and the client's address then
+    /// stands for the connection everywhere (limits, throttle, logs). A
+    /// header from any other address closes the connection. Empty: none.
+    public var proxyFrom: [AddressRange] = []
     /// Allow a plaintext listener on a non-loopback address.
     public var allowPlaintext = false
     /// TLS handshake steps advanced per loop iteration at most; the others

@@ -131,6 +131,7 @@ extension Server {
             ],
             hellosFailed: counters.hellosFailed,
             hellosThrottled: counters.hellosThrottled,
+            proxyHeadersRefused: counters.proxyHeadersRefused,
             maxFailedHellos: config.maxFailedHellos,
             requestRatePauses: counters.requestRatePauses,
             maxRequestsPerSecond: config.maxRequestsPerSecond,

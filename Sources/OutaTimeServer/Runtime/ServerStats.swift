@@ -43,6 +43,9 @@ struct ServerCounters {
     /// `hello`s answered late because their address or token had failed
     /// more than ``ServerConfig/maxFailedHellos`` times (``HelloThrottle``).
     var hellosThrottled = 0
+    /// Connections closed for their PROXY header: malformed or missing
+    /// from a `--proxy-from` balancer, or sent from any other address.
+    var proxyHeadersRefused = 0
     /// Times a connection's reading was paused for going over
     /// ``ServerConfig/maxRequestsPerSecond``.
     var requestRatePauses = 0
@@ -128,6 +131,7 @@ struct StatsResult: Encodable {
     var http: [String: Int]?
     var hellosFailed: Int
     var hellosThrottled: Int
+    var proxyHeadersRefused: Int
     var maxFailedHellos: Int
     var requestRatePauses: Int
     var maxRequestsPerSecond: Int
@@ -175,6 +179,7 @@ struct StatsResult: Encodable {
         case http
         case hellosFailed = "hellos_failed"
         case hellosThrottled = "hellos_throttled"
+        case proxyHeadersRefused = "proxy_headers_refused"
         case maxFailedHellos = "max_failed_hellos"
         case requestRatePauses = "request_rate_pauses"
         case maxRequestsPerSecond = "max_requests_per_second"

@@ -96,6 +96,7 @@ extension Server {
         }
         sweepHTTP(now: now)
         sweepRefusals(now: now)
+        sweepProxyHeaderWaits(now: now)
         if case .running = phase { forgetIdleChannels(now: now) }
         throttle.forgetExpired(now: now)
         if case .draining = phase { checkDrained() }
@@ -109,6 +110,7 @@ extension Server {
         logger.notice("shutting down", metadata: ["connections": "\(sessions.count)", "pending_writes": "\(pendingWrites.count)"])
         listener?.close()
         tlsListener?.close()
+        closeProxyHeaderWaits()
         for session in sessions.values { session.stream.stopReading() }
         recordAlive(force: true)
         checkDrained()
