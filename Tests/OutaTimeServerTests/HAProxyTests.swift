@@ -52,3 +52,24 @@ struct HAProxyTests {
         #expect(!logs.all.contains { $0.contains("PROXY header") }, "\(logs.all.filter { $0.contains("PROXY") })")
     }
 }
+
+/// `outatime-server --proxy-from` on the command line.
+@Suite("--proxy-from flag")
+struct ProxyFromFlagTests {
+    @Test("a bad value exits 64 naming the flag and the value; good ones start the server", arguments: [
+        ("10.0.0.0/33", "--proxy-from '10.0.0.0/33': the prefix length must be 0…32"),
+        ("balancer.example", "--proxy-from 'balancer.example' is not an address or network in CIDR notation"),
+    ])
+    func badValue(value: String, message: String) throws {
+        let server = try ServerProcess(["--port", "0", "--proxy-from", "127.0.0.1", "--proxy-from", value])
+        #expect(server.waitForExit() == 64)
+        #expect(server.stderrText.contains(message), "stderr: \(server.stderrText)")
+    }
+
+    @Test("IPv4 and IPv6 networks, repeated, are accepted")
+    func goodValues() throws {
+        let server = try ServerProcess(["--port", "0", "--proxy-from", "10.0.0.0/8", "--proxy-from", "2001:db8::/32",
+                                        "--log-level", "error"])
+        #expect(server.awaitListening() != nil, "stderr: \(server.stderrText)")
+    }
+}
