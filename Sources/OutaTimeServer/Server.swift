@@ -347,8 +347,10 @@ final class Server {
     /// Makes a session of an accepted connection from the client at `host`
     /// (nil: unknown) — unless a connection limit refuses it. `early`: bytes
     /// that followed a PROXY header in the same read, the session's first.
+    /// `acceptedAt`: when the connection was accepted (the hello timeout
+    /// runs from then, the PROXY header's wait included).
     func open(_ tcp: TCPStream, tls: Bool, host: String?, proxy: String? = nil,
-              early: UnsafeRawBufferPointer? = nil) {
+              early: UnsafeRawBufferPointer? = nil, acceptedAt: UInt64? = nil) {
         if let limit = connectionLimitReached(host: host) {
             refuse(tcp, limit: limit, host: host, tls: tls)
             return
@@ -369,7 +371,7 @@ final class Server {
         nextSerial += 1
         counters.connectionsAccepted += 1
         let session = Session(serial: nextSerial, id: "\(bootID)-\(nextSerial)", stream: stream, server: self,
-                              maxFrame: config.maxFrame, now: loop.now)
+                              maxFrame: config.maxFrame, now: acceptedAt ?? loop.now)
         sessions[session.serial] = session
         if let host {
             session.peerHost = host

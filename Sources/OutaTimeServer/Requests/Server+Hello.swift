@@ -81,7 +81,14 @@ extension Server {
         guard let slowed = slowedHellos.removeValue(forKey: serial),
               let session = sessions[serial], session.state.isOpen else { return }
         switch slowed.outcome {
-        case .admit(let entry, let client):
+        case .admit(let admitted, let client):
+            // A reload while the hello waited may have withdrawn or changed the entry.
+            guard let entry = tokens?.entry(sameKeyAs: admitted) else {
+                session.fill(slowed.slot, id: slowed.id, failure: ProtocolError(.unauthorized,
+                    "this server requires a token in 'hello' and the token is no longer listed (the tokens file was reloaded)"))
+                close(session, bye: .unauthorized)
+                return
+            }
             session.credential = entry
             admit(session, role: entry.role, name: entry.name, client: client)
             session.fill(slowed.slot, id: slowed.id, helloResult(session))

@@ -84,7 +84,8 @@ extension Server {
         let helloTimeout = UInt64(config.helloTimeoutMs)
         for session in Array(sessions.values) {
             switch session.state {
-            case .awaitingHello where now - session.connectedAt >= helloTimeout:
+            case .awaitingHello where now - session.connectedAt >= helloTimeout && slowedHellos[session.serial] == nil:
+                // (A hello answered late, HelloThrottle, is answered at its time, at most the cap.)
                 close(session, bye: .helloTimeout)
             case .ready where now - session.lastActivity >= config.idleTimeoutMs && !session.requests.isBusy:
                 close(session, bye: .idleTimeout)

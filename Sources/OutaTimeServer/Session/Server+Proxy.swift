@@ -9,14 +9,17 @@ final class ProxyHeaderWait {
     let tls: Bool
     /// The balancer's address.
     let proxy: String
+    /// Loop time of the accept: the hello timeout runs from it.
+    let acceptedAt: UInt64
     let deadline: UInt64
     var received: [UInt8] = []
 
-    init(tcp: TCPStream, tls: Bool, proxy: String, deadline: UInt64) {
+    init(tcp: TCPStream, tls: Bool, proxy: String, acceptedAt: UInt64, timeoutMs: Int) {
         self.tcp = tcp
         self.tls = tls
         self.proxy = proxy
-        self.deadline = deadline
+        self.acceptedAt = acceptedAt
+        self.deadline = acceptedAt + UInt64(timeoutMs)
     }
 }
 
@@ -26,7 +29,7 @@ final class ProxyHeaderWait {
 extension Server {
     /// Reads the PROXY header of a connection from the trusted `proxy`.
     func awaitProxyHeader(on tcp: TCPStream, tls: Bool, proxy: String) {
-        let wait = ProxyHeaderWait(tcp: tcp, tls: tls, proxy: proxy, deadline: loop.now + UInt64(config.helloTimeoutMs))
+        let wait = ProxyHeaderWait(tcp: tcp, tls: tls, proxy: proxy, acceptedAt: loop.now, timeoutMs: config.helloTimeoutMs)
         let key = ObjectIdentifier(tcp)
         do {
             try tcp.startReading(onData: { [unowned self] bytes in self.proxyHeaderBytes(bytes, key: key) },
@@ -63,7 +66,8 @@ extension Server {
             case .connectionAddress: wait.proxy
             }
             let rest = UnsafeRawBufferPointer(rebasing: bytes[(length - before)...])
-            open(wait.tcp, tls: wait.tls, host: host, proxy: wait.proxy, early: rest)
+            open(wait.tcp, tls: wait.tls, host: host, proxy: wait.proxy, early: rest,
+                 acceptedAt: wait.acceptedAt)
         }
     }
 
