@@ -84,6 +84,13 @@ struct ProxyHeaderTests {
             return
         }
         #expect(message.contains("107"))
+        // A CRLF that would end at byte 108 is past the bound, whatever follows.
+        let late = Array(("PROXY TCP4 " + String(repeating: "1", count: 95) + "\r\n").utf8)
+        #expect(late.count == 108)
+        guard case .invalid = ProxyHeader.parse(late), case .invalid = ProxyHeader.parse(Array(late.prefix(107))) else {
+            Issue.record("accepted a 108-byte v1 line")
+            return
+        }
     }
 
     @Test("malformed v2 headers are refused")

@@ -77,8 +77,10 @@ public enum ProxyHeader: Equatable, Sendable {
             return bytes.count >= maxVersion1Length
                 ? .invalid("the PROXY v1 line has no CRLF within \(maxVersion1Length) bytes") : .incomplete
         }
-        guard cr + 1 < bytes.count else { return cr + 1 < maxVersion1Length ? .incomplete
-                                                : .invalid("the PROXY v1 line has no CRLF within \(maxVersion1Length) bytes") }
+        guard cr + 2 <= maxVersion1Length else {
+            return .invalid("the PROXY v1 line has no CRLF within \(maxVersion1Length) bytes")
+        }
+        guard cr + 1 < bytes.count else { return .incomplete }
         guard bytes[cr + 1] == 0x0A else { return .invalid("the PROXY v1 line has a bare CR at byte \(cr + 1)") }
         let line = bytes[..<cr]
         let length = cr + 2
