@@ -137,3 +137,5 @@ write("proxy", "v2-inet", bytes([3, 5, 1, 12]) + b"\r\n\r\n\x00\r\nQUIT\n\x21\x1
 write("proxy", "v2-local", bytes([0]) + b"\r\n\r\n\x00\r\nQUIT\n\x20\x00\x00\x00")
 write("proxy", "v1-overlong", bytes([1, 50]) + b"PROXY TCP4 " + b"1" * 94 + b"\r\n")
 write("proxy", "not-proxy", bytes([0]) + b"\x00\x00\x00\x10{\"type\":\"ping\"}")
+# found by the fuzzer: an LF before the first CR is a bare LF, even while the line is incomplete
+write("proxy", "bare-lf-then-cr", bytes([1, 20]) + b"PROXY TCP4 1.2.3.4\n 5.6.7.8 1 2\r")

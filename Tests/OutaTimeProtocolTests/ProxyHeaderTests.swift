@@ -64,6 +64,7 @@ struct ProxyHeaderTests {
         ("PROXY TCP4  1.2.3.4 5.6.7.8 1 2\r\n", "fields"),
         ("PROXY TCP4 1.2.3.4 5.6.7.8 1 2\n", "bare LF"),
         ("PROXY TCP4 1.2.3.4 5.6.7.8 1 2\rX", "bare CR"),
+        ("PROXY TCP4 1.2.3.4\n 5.6.7.8 1 2\r", "bare LF"),  // found by the fuzzer: was "incomplete"
         ("PROXZ TCP4", "begins with 'PROXY '"),
         ("GET / HTTP/1.1\r\n", "does not begin with a PROXY header"),
     ])

@@ -70,12 +70,13 @@ public enum ProxyHeader: Equatable, Sendable {
             return .invalid("a PROXY v1 header begins with 'PROXY ', got '\(printable(bytes.prefix(checked)))'")
         }
         let window = bytes.prefix(maxVersion1Length)
-        guard let cr = window.firstIndex(of: 0x0D) else {
-            if let lf = window.firstIndex(of: 0x0A) {
-                return .invalid("the PROXY v1 line ends in a bare LF at byte \(lf + 1) (CRLF needed)")
-            }
+        // The first CR or LF ends the line: an LF first is a bare LF, whatever follows.
+        guard let cr = window.firstIndex(where: { $0 == 0x0D || $0 == 0x0A }) else {
             return bytes.count >= maxVersion1Length
                 ? .invalid("the PROXY v1 line has no CRLF within \(maxVersion1Length) bytes") : .incomplete
+        }
+        guard bytes[cr] == 0x0D else {
+            return .invalid("the PROXY v1 line ends in a bare LF at byte \(cr + 1) (CRLF needed)")
         }
         guard cr + 2 <= maxVersion1Length else {
             return .invalid("the PROXY v1 line has no CRLF within \(maxVersion1Length) bytes")
