@@ -127,3 +127,15 @@ write("http", "metrics", bytes([0]) + b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1
 write("http", "split", bytes([3, 1, 7, 40]) + b"\r\nHEAD /healthz?x=1 HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET")
 write("http", "refused", bytes([1, 5]) + b"POST /readyz HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabc")
 write("http", "not-http", bytes([0]) + b"\x00\x00\x00\x10{\"type\":\"ping\"}")
+
+
+# --- PROXY headers: [k][k chunk sizes][bytes] ----------------------------------
+write("proxy", "v1-tcp4", bytes([0]) + b"PROXY TCP4 203.0.113.7 127.0.0.1 50000 1985\r\n\x00\x00\x00\x10")
+write("proxy", "v1-split", bytes([2, 1, 9]) + b"PROXY TCP6 2001:db8::1 ::1 65535 1985\r\n\x16\x03\x01")
+write("proxy", "v2-inet", bytes([3, 5, 1, 12]) + b"\r\n\r\n\x00\r\nQUIT\n\x21\x11\x00\x10"
+      + bytes([203, 0, 113, 7, 127, 0, 0, 1, 0xC3, 0x50, 0x07, 0xC1, 4, 0, 1, 42]) + b"\x16\x03")
+write("proxy", "v2-local", bytes([0]) + b"\r\n\r\n\x00\r\nQUIT\n\x20\x00\x00\x00")
+write("proxy", "v1-overlong", bytes([1, 50]) + b"PROXY TCP4 " + b"1" * 94 + b"\r\n")
+write("proxy", "not-proxy", bytes([0]) + b"\x00\x00\x00\x10{\"type\":\"ping\"}")
+# found by the fuzzer: an LF before the first CR is a bare LF, even while the line is incomplete
+write("proxy", "bare-lf-then-cr", bytes([1, 20]) + b"PROXY TCP4 1.2.3.4\n 5.6.7.8 1 2\r")

@@ -36,6 +36,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case actions
     /// `HTTPHeadParser`: any bytes, in any chunks (``HTTPChecks``).
     case http
+    /// `ProxyHeader.parse`: any bytes, in any chunks (``ProxyChecks``).
+    case proxy
 
     /// Checks the invariants of this target on one input; throws the first
     /// one that does not hold. A trap inside the project code is a crash
@@ -47,6 +49,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .request: try RequestChecks.check(input)
         case .actions: try ActionChecks.check(input)
         case .http: try HTTPChecks.check(input)
+        case .proxy: try ProxyChecks.check(input)
         }
     }
 

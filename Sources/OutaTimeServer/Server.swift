@@ -47,11 +47,17 @@ final class Server {
     var sessions: [Int: Session] = [:]
     /// Per client address: connections held (``ServerConfig/maxConnectionsPerAddress``).
     var addresses = AddressTable()
+    /// Recent failed `hello`s per address and per token: how long each
+    /// `hello` waits (``HelloThrottle``).
+    var throttle: HelloThrottle
     /// Loop time before which no further refusal warning is logged.
     var nextRefusalWarning: UInt64 = 0
     /// Refused plain connections waiting for their peer's EOF after the
     /// `error` and `bye` (``Server/refuse(_:limit:host:tls:)``), with their deadlines.
     var lingeringRefusals: [ObjectIdentifier: (stream: TCPStream, deadline: UInt64)] = [:]
+    /// Connections from a trusted balancer (`--proxy-from`) whose PROXY
+    /// header has not arrived yet (``awaitProxyHeader(on:tls:proxy:)``).
+    var proxyHeaderWaits: [ObjectIdentifier: ProxyHeaderWait] = [:]
     var nextSerial = 0
     var channels: [String: Channel] = [:]
     /// Channels that may be idle and empty, with the loop time they were
@@ -156,6 +162,8 @@ final class Server {
         self.config = config
         self.logger = logger
         self.clock = clock
+        self.throttle = HelloThrottle(freeFailures: config.maxFailedHellos, baseDelayMs: config.failedHelloDelayMs,
+                                      maxDelayMs: config.maxFailedHelloDelayMs, windowMs: config.failedHelloWindowMs)
         self.loop = try Loop()
         if config.readBudgetMicroseconds > 0 {
             loop.readTimePerIteration = UInt64(config.readBudgetMicroseconds) * 1_000
@@ -330,6 +338,26 @@ final class Server {
             return
         }
         let host = tcp.peerAddress?.host
+        if let host, config.proxyFrom.anyContains(host) {
+            // A trusted balancer: the client's address comes in its PROXY
+            // header; only the total limit applies until then.
+            if sessions.count + proxyHeaderWaits.count >= config.maxConnections {
+                refuse(tcp, limit: .total, host: host, tls: tls)
+            } else {
+                awaitProxyHeader(on: tcp, tls: tls, proxy: host)
+            }
+            return
+        }
+        open(tcp, tls: tls, host: host)
+    }
+
+    /// Makes a session of an accepted connection from the client at `host`
+    /// (nil: unknown) — unless a connection limit refuses it. `early`: bytes
+    /// that followed a PROXY header in the same read, the session's first.
+    /// `acceptedAt`: when the connection was accepted (the hello timeout
+    /// runs from then, the PROXY header's wait included).
+    func open(_ tcp: TCPStream, tls: Bool, host: String?, proxy: String? = nil,
+              early: UnsafeRawBufferPointer? = nil, acceptedAt: UInt64? = nil) {
         if let limit = connectionLimitReached(host: host) {
             refuse(tcp, limit: limit, host: host, tls: tls)
             return
@@ -350,7 +378,7 @@ final class Server {
         nextSerial += 1
         counters.connectionsAccepted += 1
         let session = Session(serial: nextSerial, id: "\(bootID)-\(nextSerial)", stream: stream, server: self,
-                              maxFrame: config.maxFrame, now: loop.now)
+                              maxFrame: config.maxFrame, now: acceptedAt ?? loop.now)
         sessions[session.serial] = session
         if let host {
             session.peerHost = host
@@ -377,7 +405,14 @@ final class Server {
             destroy(session, reason: .readError)
             return
         }
-        logger.trace("connection accepted", metadata: ["conn.id": "\(session.id)", "peer": "\(stream.peerAddress?.description ?? "?")"])
+        logger.trace("connection accepted", metadata: ["conn.id": "\(session.id)", "peer": "\(host ?? "?")",
+                                                       "proxy": "\(proxy ?? "-")"])
+        if let early, early.count > 0 {
+            switch stream {
+            case .tcp: received(early, on: session)
+            case .tls(let tls): tls.receivedEarly(early)
+            }
+        }
     }
 
     func markDirty(_ session: Session) {
@@ -503,6 +538,7 @@ final class Server {
         scheduler?.close()
         rateWakeups?.close()
         helloDelays?.close()
+        closeProxyHeaderWaits()
         for refusal in lingeringRefusals.values { refusal.stream.close() }
         lingeringRefusals = [:]
         if !signals.isEmpty {

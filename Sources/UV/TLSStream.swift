@@ -39,6 +39,9 @@ public final class TLSStream {
     /// Queued in the gate, waiting for the next loop iteration's budget.
     var isWaitingAtGate = false
 
+    /// The first byte received (nil before): the server tells a PROXY
+    /// protocol header sent to it by mistake from a broken handshake by it.
+    public private(set) var firstByte: UInt8?
     /// Why the stream failed, once it has.
     public private(set) var failure: TLSError?
     /// Called once if a write fails; the stream should then be closed.
@@ -177,8 +180,16 @@ public final class TLSStream {
     /// Stops reading (backpressure).
     public func stopReading() { tcp.stopReading() }
 
+    /// Takes bytes the TCP stream read before this stream started reading
+    /// (those after a PROXY protocol header, in the same read) as if they
+    /// had just arrived. Call after ``startReading(onData:onEnd:)``.
+    public func receivedEarly(_ bytes: UnsafeRawBufferPointer) {
+        receivedCiphertext(bytes)
+    }
+
     private func receivedCiphertext(_ bytes: UnsafeRawBufferPointer) {
         guard phase != .failed, let base = bytes.baseAddress else { return }
+        if firstByte == nil, let first = bytes.first { firstByte = first }
         // A memory BIO takes everything (it grows).
         guard BIO_write(readBIO, base, Int32(bytes.count)) == Int32(bytes.count) else {
             fail(TLSError.fromQueue("cannot buffer received TLS data"))

@@ -79,6 +79,16 @@ struct OutaTimeServerCommand: ParsableCommand {
         One more is answered 503 and closed, so one address cannot take the slots others' /healthz needs.
         """, valueName: "n"))
     var httpMaxConnectionsPerAddress = 16
+    @Option(name: .customLong("proxy-from"), help: ArgumentHelp("""
+        Trust PROXY protocol headers (v1 or v2: haproxy 'send-proxy' / 'send-proxy-v2') from this \
+        balancer address or CIDR network (10.0.0.5, 10.0.0.0/8, 2001:db8::/32); repeat for several. \
+        Connections from it must begin with a header, on the plaintext and the TLS listener (before \
+        the handshake), within the hello timeout; the client address it names then counts for \
+        --max-connections-per-address, --max-failed-hellos and the logs. A header from any other \
+        address, or a malformed one, closes the connection with a log line. Without it, no header \
+        is trusted. README.md, "Behind a balancer", has an haproxy example.
+        """, valueName: "cidr"))
+    var proxyFrom: [String] = []
 
     @Flag(help: "Allow a plaintext listener on a non-loopback --host (tokens and boards cross the network in clear).")
     var allowPlaintext = false
@@ -172,11 +182,19 @@ struct OutaTimeServerCommand: ParsableCommand {
 
     @Option(help: ArgumentHelp("""
         Failed hellos (a bad or missing token, with --tokens; each answered 250 ms late) one client \
-        IP address may make per minute. Beyond that the address is locked out until the minute (counted from its first \
-        failure) ends: every hello from it gets 'bye unauthorized', even with a valid token. A \
-        successful hello does not reset the count. 0: no limit.
+        IP address, or one presented token, may make per minute (counted from its first failure) \
+        before it is throttled: then every hello from that address or with that token, valid or not, \
+        is answered late, 250 ms doubling with each further failure up to --max-failed-hello-delay-ms. \
+        A valid token is never refused, only delayed (clients behind one NAT or balancer share an \
+        address: see --proxy-from). 0: never throttled.
         """, valueName: "n"))
     var maxFailedHellos = 10
+
+    @Option(help: ArgumentHelp("""
+        The longest a throttled hello waits for its answer (see --max-failed-hellos): a valid \
+        user's worst wait while others fail from the same address (250…60000).
+        """, valueName: "ms"))
+    var maxFailedHelloDelayMs = 4_000
 
     @Option(help: ArgumentHelp("""
         Requests one connection may send per second. Beyond that the server stops reading the \
@@ -236,6 +254,7 @@ struct OutaTimeServerCommand: ParsableCommand {
         config.maxHTTPConnectionsPerAddress = httpMaxConnectionsPerAddress
         config.maxChannelItems = maxChannelItems
         config.maxFailedHellos = maxFailedHellos
+        config.maxFailedHelloDelayMs = maxFailedHelloDelayMs
         config.maxRequestsPerSecond = maxRequestsPerSecond
         guard (1...31_536_000).contains(idleChannelS) else {
             throw ValidationError("--idle-channel-s \(idleChannelS) is out of range (1…31536000 seconds)")
@@ -244,6 +263,11 @@ struct OutaTimeServerCommand: ParsableCommand {
         config.allowAnonymous = allowAnonymous
         config.allowPlaintext = allowPlaintext
         config.plainListener = !noPlain
+        do {
+            config.proxyFrom = try proxyFrom.map(AddressRange.init)
+        } catch {
+            throw ValidationError(error.message)
+        }
         if let http {
             do {
                 config.http = try HTTPEndpoint.parse(http)

@@ -44,6 +44,12 @@ public struct ServerConfig: Sendable {
     public var tlsPort: Int? = nil
     /// Whether the plaintext listener on ``port`` runs (`--no-plain` clears it).
     public var plainListener = true
+    /// The balancers (`--proxy-from`) whose connections begin with a PROXY
+    /// protocol header (v1 or v2) naming the client: their connections must
+    /// send one (within ``helloTimeoutMs``), and the client's address then
+    /// stands for the connection everywhere (limits, throttle, logs). A
+    /// header from any other address closes the connection. Empty: none.
+    public var proxyFrom: [AddressRange] = []
     /// Allow a plaintext listener on a non-loopback address.
     public var allowPlaintext = false
     /// TLS handshake steps advanced per loop iteration at most; the others
@@ -128,16 +134,20 @@ public struct ServerConfig: Sendable {
     /// has been so for this long. It comes back, new, when next named.
     public var idleChannelMs = 60_000
     /// Failed `hello`s (a bad or missing token, tokens configured) one
-    /// client IP address may make per ``failedHelloWindowMs``. Beyond that,
-    /// every `hello` from the address — right token or not — is refused with
-    /// `unauthorized` and `bye` `unauthorized` until the window ends. A
-    /// successful `hello` does not reset the count. 0: no limit.
+    /// client IP address, or one presented token, may make per
+    /// ``failedHelloWindowMs`` before it is throttled: then every `hello`
+    /// counted against it, valid or not, is answered
+    /// ``failedHelloDelayMs`` × 2^(failures − this) late, at most
+    /// ``maxFailedHelloDelayMs`` (``HelloThrottle``). Nothing is refused for
+    /// others' failures: a valid token is always accepted. A successful
+    /// `hello` does not reset the count. 0: never throttled.
     public var maxFailedHellos = 10
     /// A `hello` refused for its token is answered (error, then `bye`) this
     /// long later, on a timer: each guess costs the guesser that long,
-    /// while the server goes on. A refusal for a lockout is immediate.
-    /// 0: at once.
+    /// while the server goes on; also the first throttled delay. 0: at once.
     public var failedHelloDelayMs = 250
+    /// The longest a throttled `hello` waits (a valid token's worst wait).
+    public var maxFailedHelloDelayMs = 4_000
     /// The window of ``maxFailedHellos``: it starts at an address's first
     /// failure and lasts this long (a minute; tests shorten it).
     public var failedHelloWindowMs = 60_000
@@ -228,6 +238,9 @@ public struct ServerConfig: Sendable {
         try require(maxFailedHellos >= 0, "--max-failed-hellos \(maxFailedHellos) must be at least 0 (0: no limit)")
         try require((0...5_000).contains(failedHelloDelayMs),
                     "failedHelloDelayMs \(failedHelloDelayMs) is out of range (0…5000 ms)")
+        try require((failedHelloDelayMs...60_000).contains(maxFailedHelloDelayMs),
+                    "--max-failed-hello-delay-ms \(maxFailedHelloDelayMs) is out of range (\(failedHelloDelayMs)…60000 ms: "
+                        + "at least the first delay, \(failedHelloDelayMs) ms)")
         try require(failedHelloWindowMs >= 1, "failedHelloWindowMs \(failedHelloWindowMs) must be at least 1")
         try require(maxRequestsPerSecond >= 0,
                     "--max-requests-per-second \(maxRequestsPerSecond) must be at least 0 (0: no limit)")

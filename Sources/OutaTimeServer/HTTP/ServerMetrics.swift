@@ -67,8 +67,8 @@ final class ServerMetrics {
                     help: "Accepts that failed (EMFILE when descriptors run out), by error")
         }
         counter("outatime_hellos_failed_total", stats.hellosFailed, help: "hellos refused for a bad or missing token")
-        counter("outatime_hellos_locked_out_total", stats.hellosLockedOut,
-                help: "hellos refused because their address was locked out (--max-failed-hellos)")
+        counter("outatime_hellos_throttled_total", stats.hellosThrottled,
+                help: "hellos answered late because their address or token failed too often (--max-failed-hellos)")
         counter("outatime_request_rate_pauses_total", stats.requestRatePauses,
                 help: "Times a connection's reading was paused (--max-requests-per-second)")
         counter("outatime_channels_refused_total", stats.channelsRefused, help: "Channel creations refused at --max-channels")

@@ -15,99 +15,104 @@ extension Server {
         let client = try request.optionalString("client", maxLength: 100, freeText: true)
         let name = try request.optionalString("name", maxLength: 100, freeText: true)
         let token = try request.optionalString("token", maxLength: 4096)
-        var role = Role.operate
-        var displayName = name ?? client ?? "anonymous"
-        if let tokens {
-            if let refusal = helloLockout(of: session) {
-                counters.hellosLockedOut += 1
-                session.fail(request.id, refusal)
-                close(session, bye: .unauthorized)
-                return .replied
-            }
-            // A token, when given, decides alone. Without one, the subject of
-            // a client certificate the TLS listener verified (mTLS) may name
-            // a `certificate_subject` entry. The token's value is never
-            // logged or echoed; the token lookup takes the same time whichever
-            // entry matches (TokenTable.match).
-            let subject = token == nil ? verifiedCertificateSubject(of: session) : nil
-            let entry = if let token { tokens.match(PresentedToken(token)) }
-                        else if let subject { tokens.match(certificateSubject: subject) }
-                        else { AccessToken?.none }
-            guard let entry else {
-                let problem = if token != nil { "the token is not valid" }
-                    else if let subject { "no token was given, and no entry maps the client certificate's subject '\(subject.prefix(200))'" }
-                    else { "no token was given" }
-                countFailedHello(from: session)
-                logFailedHello(on: session, problem: problem, client: client, name: name)
-                return refuseSlowly(request.id, ProtocolError(.unauthorized,
-                    "this server requires a token in 'hello' and \(problem)"), on: session)
-            }
-            role = entry.role
-            displayName = entry.name
-            session.credential = entry
-        }
-        if displayName.isEmpty { displayName = "anonymous" }
-        session.role = role
-        session.displayName = displayName
-        session.transition(to: .ready)
-        logger.debug("hello", metadata: ["conn.id": "\(session.id)", "name": "\(displayName)",
-                                         "role": "\(role.rawValue)", "client": "\(client ?? "-")"])
-        session.reply(request.id, HelloResult(server: Self.version, protocol: 1, session: session.id,
-                                              heartbeatMs: config.heartbeatMs, maxFrame: config.maxFrame,
-                                              role: role.rawValue, node: config.node))
-        return .replied
-    }
-
-    /// The refusal for a `hello` from an address that failed too often
-    /// (``ServerConfig/maxFailedHellos``), checked before the token: once
-    /// locked out, even the right token is refused until the window ends,
-    /// so guessing stops paying. Nil when the address may try.
-    private func helloLockout(of session: Session) -> ProtocolError? {
-        guard config.maxFailedHellos > 0, let host = session.peerHost,
-              let remainingMs = addresses.lockout(of: host, now: loop.now, limit: config.maxFailedHellos)
-        else { return nil }
-        let seconds = (remainingMs + 999) / 1000
-        logger.debug("hello refused: address locked out", metadata: ["conn.id": "\(session.id)", "peer": "\(host)"])
-        return ProtocolError(.unauthorized,
-            "address \(host) is locked out for \(seconds) s after \(config.maxFailedHellos) failed hellos "
-                + "(--max-failed-hellos, per \(Self.duration(ms: config.failedHelloWindowMs))); every hello from it is refused "
-                + "until then, even with a valid token")
-    }
-
-    /// Answers a `hello` that failed for its token with `failure` and `bye`
-    /// `unauthorized` ``ServerConfig/failedHelloDelayMs`` later, on a timer
-    /// (the loop goes on): each guess costs the guesser that long. The
-    /// connection's input waits meanwhile, like a read off the loop.
-    private func refuseSlowly(_ id: RequestID?, _ failure: ProtocolError, on session: Session) -> Handled {
-        guard config.failedHelloDelayMs > 0 else {
-            session.fail(id, failure)
-            close(session, bye: .unauthorized)
+        guard let tokens else {
+            admit(session, role: .operate, name: name ?? client ?? "anonymous", client: client)
+            session.reply(request.id, helloResult(session))
             return .replied
         }
+        // A token, when given, decides alone. Without one, the subject of a
+        // client certificate the TLS listener verified (mTLS) may name a
+        // `certificate_subject` entry. The token's value is never logged or
+        // echoed; the token lookup takes the same time whichever entry
+        // matches (TokenTable.match). The delay is decided before the
+        // check (HelloThrottle: both outcomes wait alike once throttled).
+        let presented = token.map(PresentedToken.init)
+        let now = loop.now
+        let failures = throttle.failures(address: session.peerHost, token: presented?.digest, now: now)
+        let subject = token == nil ? verifiedCertificateSubject(of: session) : nil
+        let entry = if let presented { tokens.match(presented) }
+                    else if let subject { tokens.match(certificateSubject: subject) }
+                    else { AccessToken?.none }
+        let delayMs = throttle.delayMs(failures: failures, succeeded: entry != nil)
+        if throttle.isThrottled(failures) {
+            counters.hellosThrottled += 1
+            logger.debug("hello throttled", metadata: ["conn.id": "\(session.id)", "peer": "\(session.peerHost ?? "?")",
+                                                       "failures": "\(failures)", "delay_ms": "\(delayMs)"])
+        }
+        let outcome: SlowedHello.Outcome
+        if let entry {
+            outcome = .admit(entry, client: client)
+        } else {
+            let problem = if token != nil { "the token is not valid" }
+                else if let subject { "no token was given, and no entry maps the client certificate's subject '\(subject.prefix(200))'" }
+                else { "no token was given" }
+            counters.hellosFailed += 1
+            if config.maxFailedHellos > 0 { throttle.failed(address: session.peerHost, token: presented?.digest, now: now) }
+            logFailedHello(on: session, problem: problem, client: client, name: name)
+            outcome = .refuse(ProtocolError(.unauthorized, "this server requires a token in 'hello' and \(problem)"))
+        }
+        guard delayMs > 0 else {
+            answer(request.id, outcome, on: session)
+            return .replied
+        }
+        // The answer waits on a timer (the loop goes on); the connection's
+        // input waits meanwhile, like a read off the loop.
         let slot = session.requests.reserve()
-        slowedHellos[session.serial] = SlowedHello(slot: slot, id: id, failure: failure)
-        helloDelays.schedule(session.serial, at: loop.now + UInt64(config.failedHelloDelayMs))
+        slowedHellos[session.serial] = SlowedHello(slot: slot, id: request.id, outcome: outcome)
+        helloDelays.schedule(session.serial, at: now + delayMs)
         return .reading(slot)
     }
 
-    /// A slowed `hello` failure is due: its reply, then `bye` `unauthorized`.
+    /// Answers a `hello` now: its result, or its failure then `bye` `unauthorized`.
+    private func answer(_ id: RequestID?, _ outcome: SlowedHello.Outcome, on session: Session) {
+        switch outcome {
+        case .admit(let entry, let client):
+            session.credential = entry
+            admit(session, role: entry.role, name: entry.name, client: client)
+            session.reply(id, helloResult(session))
+        case .refuse(let failure):
+            session.fail(id, failure)
+            close(session, bye: .unauthorized)
+        }
+    }
+
+    /// A slowed `hello` is due: its result (and the input held behind it
+    /// runs), or its failure then `bye` `unauthorized`.
     func slowedHelloDue(_ serial: Int) {
         guard let slowed = slowedHellos.removeValue(forKey: serial),
               let session = sessions[serial], session.state.isOpen else { return }
-        session.fill(slowed.slot, id: slowed.id, failure: slowed.failure)
-        close(session, bye: .unauthorized)
+        switch slowed.outcome {
+        case .admit(let admitted, let client):
+            // A reload while the hello waited may have withdrawn or changed the entry.
+            guard let entry = tokens?.entry(sameKeyAs: admitted) else {
+                session.fill(slowed.slot, id: slowed.id, failure: ProtocolError(.unauthorized,
+                    "this server requires a token in 'hello' and the token is no longer listed (the tokens file was reloaded)"))
+                close(session, bye: .unauthorized)
+                return
+            }
+            session.credential = entry
+            admit(session, role: entry.role, name: entry.name, client: client)
+            session.fill(slowed.slot, id: slowed.id, helloResult(session))
+            readAnswered(slowed.slot, on: session)
+        case .refuse(let failure):
+            session.fill(slowed.slot, id: slowed.id, failure: failure)
+            close(session, bye: .unauthorized)
+        }
     }
 
-    /// `60 s`, or `250 ms` for a window that is not whole seconds.
-    private static func duration(ms: Int) -> String {
-        ms % 1000 == 0 ? "\(ms / 1000) s" : "\(ms) ms"
+    /// The session is past `hello`: its role and display name.
+    private func admit(_ session: Session, role: Role, name: String, client: String?) {
+        session.role = role
+        session.displayName = name.isEmpty ? "anonymous" : name
+        session.transition(to: .ready)
+        logger.debug("hello", metadata: ["conn.id": "\(session.id)", "name": "\(session.displayName)",
+                                         "role": "\(role.rawValue)", "client": "\(client ?? "-")",
+                                         "peer": "\(session.peerHost ?? "?")"])
     }
 
-    /// Counts a `hello` refused for its token against the peer's address.
-    private func countFailedHello(from session: Session) {
-        counters.hellosFailed += 1
-        guard config.maxFailedHellos > 0, let host = session.peerHost else { return }
-        addresses.helloFailed(from: host, now: loop.now, windowMs: UInt64(config.failedHelloWindowMs))
+    private func helloResult(_ session: Session) -> HelloResult {
+        HelloResult(server: Self.version, protocol: 1, session: session.id, heartbeatMs: config.heartbeatMs,
+                    maxFrame: config.maxFrame, role: session.role.rawValue, node: config.node)
     }
 
     /// The subject of the client certificate `session` presented, when its
@@ -142,9 +147,16 @@ extension Server {
     }
 }
 
-/// A failed `hello` whose answer waits (``Server/refuseSlowly(_:_:on:)``).
+/// A `hello` whose answer waits (``HelloThrottle``).
 struct SlowedHello {
+    /// What the answer will be.
+    enum Outcome {
+        /// Accepted with this tokens-file entry (`client` for the log).
+        case admit(AccessToken, client: String?)
+        /// Refused: the failure, then `bye` `unauthorized`.
+        case refuse(ProtocolError)
+    }
     let slot: ReplySlot
     let id: RequestID?
-    let failure: ProtocolError
+    let outcome: Outcome
 }

@@ -44,9 +44,12 @@ struct ServerCounters {
     var channelItemsRefused = 0
     /// `hello`s refused for a bad or missing token (tokens configured).
     var hellosFailed = 0
-    /// `hello`s refused because their address was locked out
-    /// (``ServerConfig/maxFailedHellos``).
-    var hellosLockedOut = 0
+    /// `hello`s answered late because their address or token had failed
+    /// more than ``ServerConfig/maxFailedHellos`` times (``HelloThrottle``).
+    var hellosThrottled = 0
+    /// Connections closed for their PROXY header: malformed or missing
+    /// from a `--proxy-from` balancer, or sent from any other address.
+    var proxyHeadersRefused = 0
     /// Times a connection's reading was paused for going over
     /// ``ServerConfig/maxRequestsPerSecond``.
     var requestRatePauses = 0
@@ -133,7 +136,8 @@ struct StatsResult: Encodable {
     /// `accept_pauses`, `timeouts`, `open` (absent without `--http`).
     var http: [String: Int]?
     var hellosFailed: Int
-    var hellosLockedOut: Int
+    var hellosThrottled: Int
+    var proxyHeadersRefused: Int
     var maxFailedHellos: Int
     var requestRatePauses: Int
     var maxRequestsPerSecond: Int
@@ -182,7 +186,8 @@ struct StatsResult: Encodable {
         case maxChannelItems = "max_channel_items"
         case http
         case hellosFailed = "hellos_failed"
-        case hellosLockedOut = "hellos_locked_out"
+        case hellosThrottled = "hellos_throttled"
+        case proxyHeadersRefused = "proxy_headers_refused"
         case maxFailedHellos = "max_failed_hellos"
         case requestRatePauses = "request_rate_pauses"
         case maxRequestsPerSecond = "max_requests_per_second"

@@ -58,7 +58,7 @@ extension Server {
         detach(session)
         sessions[session.serial] = nil
         channelQuotas.forget(connection: session.serial)
-        if let host = session.peerHost { addresses.connectionClosed(from: host, now: loop.now) }
+        if let host = session.peerHost { addresses.connectionClosed(from: host) }
         session.requests.clear()
         session.stream.close()
         logger.trace("connection closed", metadata: ["conn.id": "\(session.id)", "reason": "\(reason.rawValue)"])
@@ -85,7 +85,8 @@ extension Server {
         let helloTimeout = UInt64(config.helloTimeoutMs)
         for session in Array(sessions.values) {
             switch session.state {
-            case .awaitingHello where now - session.connectedAt >= helloTimeout:
+            case .awaitingHello where now - session.connectedAt >= helloTimeout && slowedHellos[session.serial] == nil:
+                // (A hello answered late, HelloThrottle, is answered at its time, at most the cap.)
                 close(session, bye: .helloTimeout)
             case .ready where now - session.lastActivity >= config.idleTimeoutMs && !session.requests.isBusy:
                 close(session, bye: .idleTimeout)
@@ -97,8 +98,9 @@ extension Server {
         }
         sweepHTTP(now: now)
         sweepRefusals(now: now)
+        sweepProxyHeaderWaits(now: now)
         if case .running = phase { forgetIdleChannels(now: now) }
-        addresses.forgetExpiredFailures(now: now)
+        throttle.forgetExpired(now: now)
         if case .draining = phase { checkDrained() }
     }
 
@@ -110,6 +112,7 @@ extension Server {
         logger.notice("shutting down", metadata: ["connections": "\(sessions.count)", "pending_writes": "\(pendingWrites.count)"])
         listener?.close()
         tlsListener?.close()
+        closeProxyHeaderWaits()
         for session in sessions.values { session.stream.stopReading() }
         recordAlive(force: true)
         checkDrained()

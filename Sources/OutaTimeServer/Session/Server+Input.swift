@@ -24,6 +24,11 @@ extension Server {
                 }
             }
         } catch {
+            // A frame length of 0x50…… or 0x0D…… before hello is the start of
+            // a PROXY header ("PROXY " or v2's CR LF): say so in the log.
+            if case .awaitingHello = session.state, case .tooLarge(let length, _) = error {
+                _ = logUntrustedProxyHeader(session, firstByte: UInt8(truncatingIfNeeded: length >> 24))
+            }
             // The stream is out of sync: report, say bye, close (contract §1).
             session.send(ErrorPush(error: error.protocolError))
             close(session, bye: .protocolError)
@@ -165,9 +170,11 @@ extension Server {
                 // commands may still be committing), then close.
                 closeIfPeerDone(session)
             } else if let failure = session.stream.tlsFailure {
-                logger.info("TLS connection failed", metadata: [
-                    "conn.id": "\(session.id)", "peer": "\(session.stream.peerAddress?.description ?? "?")",
-                    "error": "\(failure)"])
+                // A handshake whose first byte was `P` or CR was a PROXY header.
+                if !logUntrustedProxyHeader(session, firstByte: session.stream.tls?.firstByte) {
+                    logger.info("TLS connection failed", metadata: [
+                        "conn.id": "\(session.id)", "peer": "\(session.peerHost ?? "?")", "error": "\(failure)"])
+                }
                 destroy(session, reason: .tlsFailed)
             } else {
                 destroy(session, reason: .readError)
