@@ -1,0 +1,164 @@
+import NATS
+
+/// One member's whole state and its lifecycle, with no I/O: the shell feeds
+/// it watch entries, heartbeat acks and the time, performs the writes it
+/// asks for, and reports its snapshots.
+///
+/// `starting → running ⇄ fenced → rereading → running`, then `stopping`.
+/// The lease: a heartbeat put *sent* at t and acknowledged keeps the node
+/// unfenced until t + fenceAfter; others take it for dead only deadAfter
+/// after they *saw* a revision, which is later than t.
+struct MembershipState: Sendable {
+    enum Phase: Sendable, Equatable {
+        /// Waiting for the first heartbeat ack and both watches.
+        case starting
+        /// Acting as owner of `owned`.
+        case running
+        /// The lease lapsed: owns nothing, waits for a heartbeat ack.
+        case fenced
+        /// The lease is back; waits for the restarted watches to catch up.
+        case rereading
+        /// A graceful stop or an abandon: no more claims.
+        case stopping
+    }
+
+    /// What the shell must do after a step.
+    enum Step: Sendable, Equatable {
+        case none
+        /// Restart both watches with ``generation`` (the re-read after a fence).
+        case restartWatches
+        /// Make these writes, in order.
+        case write([SlotWrite])
+    }
+
+    enum Bucket: Sendable { case owners, nodes }
+
+    let planner: OwnershipPlanner
+    let fenceAfter: Duration
+    let startedAt: ContinuousClock.Instant
+    private(set) var phase = Phase.starting
+    private(set) var table: SlotTable
+    private(set) var view: MembershipView
+    /// Slots held by a write of this node since its last fence.
+    private(set) var owned: Set<Int> = []
+    /// When the last acknowledged heartbeat put was sent.
+    private(set) var lastAckSent: ContinuousClock.Instant?
+    /// The watches' generation; events of an older one are stale.
+    private(set) var generation = 0
+    private var caughtUp: (owners: Bool, nodes: Bool) = (false, false)
+    /// Per slot, the expected revision of a write the revision check refused:
+    /// not tried again until the table moves past it.
+    private var refused: [Int: UInt64] = [:]
+    private(set) var stats = MembershipStats()
+
+    var node: String { planner.node }
+
+    init(node: String, policy: OwnershipPolicy, deadAfter: Duration, fenceAfter: Duration, now: ContinuousClock.Instant) {
+        planner = OwnershipPlanner(node: node, policy: policy)
+        self.fenceAfter = fenceAfter
+        startedAt = now
+        table = SlotTable(now: now)
+        view = MembershipView(deadAfter: deadAfter, started: now)
+    }
+
+    /// Until when this node may act as an owner, or nil when it may not.
+    func leaseValidUntil(at now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
+        guard phase == .running, let sent = lastAckSent, now < sent + fenceAfter else { return nil }
+        return sent + fenceAfter
+    }
+
+    mutating func heartbeatAcked(sentAt: ContinuousClock.Instant) {
+        if lastAckSent.map({ sentAt > $0 }) ?? true { lastAckSent = sentAt }
+    }
+
+    mutating func heartbeatFailed() { stats.heartbeatFailures += 1 }
+
+    mutating func apply(_ event: KeyValueWatchEvent, from bucket: Bucket, generation: Int, at now: ContinuousClock.Instant) {
+        guard generation == self.generation else { return }
+        switch (event, bucket) {
+        case (.caughtUp, .owners): caughtUp.owners = true
+        case (.caughtUp, .nodes): caughtUp.nodes = true
+        case (.entry(let entry), .owners):
+            guard let slot = SlotMap.slot(ofKey: entry.key) else { return }
+            let record = entry.operation == .put ? SlotRecord(decoding: entry.value) : nil
+            if table.apply(slot: slot, record: record, revision: entry.revision, at: now), record?.node != node {
+                owned.remove(slot)
+            }
+        case (.entry(let entry), .nodes):
+            if entry.operation == .put {
+                view.observe(node: entry.key, revision: entry.revision, at: now)
+            } else {
+                view.observeDeleted(node: entry.key, revision: entry.revision, at: now)
+            }
+        }
+    }
+
+    /// Moves the lifecycle on at `now` and says what to do.
+    mutating func step(at now: ContinuousClock.Instant) -> Step {
+        let leased = lastAckSent.map { now < $0 + fenceAfter } ?? false
+        switch phase {
+        case .stopping:
+            return .none
+        case .starting, .rereading:
+            if phase == .rereading && !leased { phase = .fenced; return .none }
+            if leased && caughtUp.owners && caughtUp.nodes { phase = .running }
+            return phase == .running ? step(at: now) : .none
+        case .fenced:
+            guard leased else { return .none }
+            phase = .rereading
+            generation += 1
+            caughtUp = (false, false)
+            return .restartWatches
+        case .running:
+            guard leased else {
+                phase = .fenced
+                owned = []
+                stats.fences += 1
+                return .none
+            }
+            let writes = planner.writes(table: table, view: view, owned: owned, startedAt: startedAt, now: now)
+                .filter { refused[$0.slot] != $0.expectedRevision }
+            return writes.isEmpty ? .none : .write(writes)
+        }
+    }
+
+    /// The writes of a graceful stop; no claim is planned after this.
+    mutating func beginStopping(at now: ContinuousClock.Instant) -> [SlotWrite] {
+        let wasRunning = phase == .running
+        phase = .stopping
+        return wasRunning ? planner.handovers(table: table, view: view, owned: owned, now: now) : []
+    }
+
+    /// Restarting the watches failed: fenced again, to retry at the next step.
+    mutating func watchesFailed() {
+        if phase == .rereading { phase = .fenced }
+    }
+
+    /// A write was stored at `revision`.
+    mutating func stored(_ write: SlotWrite, revision: UInt64, at now: ContinuousClock.Instant) {
+        table.apply(slot: write.slot, record: write.record, revision: revision, at: now)
+        if write.record.node == node { owned.insert(write.slot) } else { owned.remove(write.slot) }
+        if write.reason == .claim { stats.claimsWon += 1 } else { stats.handovers += 1 }
+    }
+
+    /// The revision check refused a write: another node moved the slot first.
+    mutating func refused(_ write: SlotWrite) {
+        refused[write.slot] = write.expectedRevision
+        if write.reason == .claim { stats.claimsLost += 1 }
+    }
+
+    func snapshot(at now: ContinuousClock.Instant) -> OwnershipSnapshot {
+        let running = phase == .running
+        var owners = [SlotOwner?](repeating: nil, count: SlotMap.count)
+        var mine: [Int: UInt64] = [:]
+        for slot in 0..<SlotMap.count {
+            guard let record = table[slot].record, let holder = record.node else { continue }
+            owners[slot] = SlotOwner(node: holder, epoch: record.epoch)
+            if running && holder == node && owned.contains(slot) { mine[slot] = record.epoch }
+        }
+        var live = Set(view.liveNodes(at: now))
+        if running { live.insert(node) } else { live.remove(node) }
+        return OwnershipSnapshot(node: node, table: owners, owned: mine, fenced: phase == .fenced || phase == .rereading,
+                                 ready: running, liveNodes: live.sorted())
+    }
+}
