@@ -92,13 +92,13 @@ extension ClusterMembership {
 
     func startWatches(generation: Int) throws(NATSError) {
         let ownersWatch = try owners.watch { [weak self] event in
-            self?.state.withLock { $0.apply(event, from: .owners, generation: generation, at: .now) }
+            self?.state.withLock { $0.apply(.init(event), from: .owners, generation: generation, at: .now) }
             self?.decisionWake.signal()
         }
         let nodesWatch: KeyValueWatch
         do throws(NATSError) {
             nodesWatch = try nodes.watch { [weak self] event in
-                self?.state.withLock { $0.apply(event, from: .nodes, generation: generation, at: .now) }
+                self?.state.withLock { $0.apply(.init(event), from: .nodes, generation: generation, at: .now) }
                 self?.decisionWake.signal()
             }
         } catch {

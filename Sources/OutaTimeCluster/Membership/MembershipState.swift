@@ -73,23 +73,45 @@ struct MembershipState: Sendable {
 
     mutating func heartbeatFailed() { stats.heartbeatFailures += 1 }
 
-    mutating func apply(_ event: KeyValueWatchEvent, from bucket: Bucket, generation: Int, at now: ContinuousClock.Instant) {
+    /// One watch event, reduced to what the state needs.
+    enum Change: Sendable, Equatable {
+        /// A value was put at a revision.
+        case put(key: String, value: [UInt8], revision: UInt64)
+        /// The key was deleted or purged at a revision.
+        case removed(key: String, revision: UInt64)
+        /// The watch has reported every value present when it started.
+        case caughtUp
+
+        init(_ event: KeyValueWatchEvent) {
+            switch event {
+            case .caughtUp: self = .caughtUp
+            case .entry(let entry) where entry.operation == .put:
+                self = .put(key: entry.key, value: entry.value, revision: entry.revision)
+            case .entry(let entry): self = .removed(key: entry.key, revision: entry.revision)
+            }
+        }
+    }
+
+    mutating func apply(_ change: Change, from bucket: Bucket, generation: Int, at now: ContinuousClock.Instant) {
         guard generation == self.generation else { return }
-        switch (event, bucket) {
+        switch (change, bucket) {
         case (.caughtUp, .owners): caughtUp.owners = true
         case (.caughtUp, .nodes): caughtUp.nodes = true
-        case (.entry(let entry), .owners):
-            guard let slot = SlotMap.slot(ofKey: entry.key) else { return }
-            let record = entry.operation == .put ? SlotRecord(decoding: entry.value) : nil
-            if table.apply(slot: slot, record: record, revision: entry.revision, at: now), record?.node != node {
-                owned.remove(slot)
-            }
-        case (.entry(let entry), .nodes):
-            if entry.operation == .put {
-                view.observe(node: entry.key, revision: entry.revision, at: now)
-            } else {
-                view.observeDeleted(node: entry.key, revision: entry.revision, at: now)
-            }
+        case (.put(let key, let value, let revision), .owners):
+            applySlot(key: key, record: SlotRecord(decoding: value), revision: revision, at: now)
+        case (.removed(let key, let revision), .owners):
+            applySlot(key: key, record: nil, revision: revision, at: now)
+        case (.put(let key, _, let revision), .nodes):
+            view.observe(node: key, revision: revision, at: now)
+        case (.removed(let key, let revision), .nodes):
+            view.observeDeleted(node: key, revision: revision, at: now)
+        }
+    }
+
+    private mutating func applySlot(key: String, record: SlotRecord?, revision: UInt64, at now: ContinuousClock.Instant) {
+        guard let slot = SlotMap.slot(ofKey: key) else { return }
+        if table.apply(slot: slot, record: record, revision: revision, at: now), record?.node != node {
+            owned.remove(slot)
         }
     }
 
