@@ -100,6 +100,19 @@ struct MembershipCoreTests {
         #expect(n1.writes(table: table, view: view, owned: [], startedAt: t0, now: now + .seconds(1)).count == SlotMap.count)
     }
 
+    @Test("a holder that left gracefully (heartbeat deleted) is left handoverWait to hand its slots over")
+    func leftGracefully() {
+        var table = SlotTable(now: t0)
+        table.apply(slot: 9, record: SlotRecord(node: "n3", epoch: 1), revision: 4, at: t0)
+        var view = live(["n1", "n3"], at: t0)
+        view.observeDeleted(node: "n3", revision: 20, at: t0 + .milliseconds(100))
+        let planner = OwnershipPlanner(node: "n1", policy: OwnershipPolicy())
+        let early = planner.writes(table: table, view: view, owned: [], startedAt: t0, now: t0 + .milliseconds(1099))
+        let due = planner.writes(table: table, view: view, owned: [], startedAt: t0, now: t0 + .milliseconds(1100))
+        #expect(!early.contains { $0.slot == 9 })
+        #expect(due.first { $0.slot == 9 } == SlotWrite(slot: 9, expectedRevision: 4, record: SlotRecord(node: "n1", epoch: 2), reason: .claim))
+    }
+
     @Test("own slots: kept while owned, claimed again (epoch + 1) when held by name only; rebalanced to a winner alive long enough")
     func ownSlots() {
         var table = SlotTable(now: t0)

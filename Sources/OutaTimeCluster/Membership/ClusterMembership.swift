@@ -66,6 +66,7 @@ public final class ClusterMembership: Sendable {
             return !started
         }
         guard first else { return }
+        state.withLock { $0.started(at: .now) }
         do throws(NATSError) {
             try beat()
             try startWatches(generation: 0)
@@ -89,7 +90,8 @@ public final class ClusterMembership: Sendable {
     public var stats: MembershipStats { state.withLock { $0.stats } }
 
     /// Graceful stop (design §4.3, handover): stops claiming and
-    /// heartbeating, deletes its heartbeat key (others see it leave at once),
+    /// heartbeating, deletes its heartbeat key (others take it for gone at
+    /// once, and leave its slots to it for ``OwnershipPolicy/handoverWait``),
     /// hands each owned slot to its HRW winner among the other live nodes
     /// with a revision-checked update (a slot already taken is left alone),
     /// then closes the watches. Does not close the connection. Idempotent.

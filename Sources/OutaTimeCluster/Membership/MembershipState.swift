@@ -35,7 +35,7 @@ struct MembershipState: Sendable {
 
     let planner: OwnershipPlanner
     let fenceAfter: Duration
-    let startedAt: ContinuousClock.Instant
+    private(set) var startedAt: ContinuousClock.Instant
     private(set) var phase = Phase.starting
     private(set) var table: SlotTable
     private(set) var view: MembershipView
@@ -108,10 +108,18 @@ struct MembershipState: Sendable {
         }
     }
 
+    /// The start of the startup grace: when the shell starts the member.
+    mutating func started(at now: ContinuousClock.Instant) { startedAt = now }
+
+    /// A slot changed. One that names this node while it runs was handed
+    /// over to it: owned without a claim. One seen naming it at catch-up
+    /// (a restart, a re-read after a fence) is claimed again by the planner.
     private mutating func applySlot(key: String, record: SlotRecord?, revision: UInt64, at now: ContinuousClock.Instant) {
-        guard let slot = SlotMap.slot(ofKey: key) else { return }
-        if table.apply(slot: slot, record: record, revision: revision, at: now), record?.node != node {
+        guard let slot = SlotMap.slot(ofKey: key), table.apply(slot: slot, record: record, revision: revision, at: now) else { return }
+        if record?.node != node {
             owned.remove(slot)
+        } else if phase == .running {
+            owned.insert(slot)
         }
     }
 

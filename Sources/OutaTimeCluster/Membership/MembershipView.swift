@@ -58,6 +58,9 @@ public struct MembershipView: Sendable, Equatable {
         return heartbeat.deleted ? heartbeat.changedAt : heartbeat.changedAt + deadAfter
     }
 
+    /// True when `node`'s heartbeat key was deleted: it said it was leaving.
+    public func leftGracefully(_ node: String) -> Bool { heartbeats[node]?.deleted ?? false }
+
     /// True when `node` is alive at `now`.
     public func isAlive(_ node: String, at now: ContinuousClock.Instant) -> Bool {
         now < deathTime(of: node)

@@ -12,6 +12,10 @@ public struct OwnershipPolicy: Sendable, Equatable {
     /// break for this long is handed over to it (a joining node gets its
     /// share); nil keeps every slot where it is while its owner lives.
     public var rebalanceAfter: Duration? = .seconds(3)
+    /// A node that left gracefully (deleted its heartbeat) hands its slots
+    /// over itself; others claim what it left only after this long, so they
+    /// do not race its handovers.
+    public var handoverWait: Duration = .seconds(1)
 
     /// The design's defaults.
     public init() {}
@@ -75,7 +79,8 @@ public struct OwnershipPlanner: Sendable {
             let claimableSince: ContinuousClock.Instant
             if let holder = entry.holder {
                 guard !view.isAlive(holder, at: now) else { continue }
-                claimableSince = max(entry.since, view.deathTime(of: holder))
+                let wait = view.leftGracefully(holder) ? policy.handoverWait : .zero
+                claimableSince = max(entry.since, view.deathTime(of: holder) + wait)
             } else {
                 guard settled else { continue }
                 claimableSince = entry.since
