@@ -58,6 +58,9 @@ struct MembershipCoreTests {
         view.observeDeleted(node: "n2", revision: 13, at: t0 + .milliseconds(100))
         #expect(!view.isAlive("n2", at: t0 + .milliseconds(100)))
         #expect(view.deathTime(of: "ghost") == t0 + .milliseconds(1500))
+        var blind = view
+        blind.renew(at: t0 + .seconds(9))  // after a fence: n1 gets a fresh dead time, n2 stays gone
+        #expect(blind.liveNodes(at: t0 + .seconds(10)) == ["n1"] && blind.aliveSince("n1", at: t0 + .seconds(9)) == t0 + .seconds(9))
         #expect(view.liveNodes(at: t0 + .seconds(5)) == ["n1"])
     }
 

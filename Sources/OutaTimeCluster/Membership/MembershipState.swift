@@ -138,6 +138,7 @@ struct MembershipState: Sendable {
             phase = .rereading
             generation += 1
             caughtUp = (false, false)
+            view.renew(at: now)
             return .restartWatches
         case .running:
             guard leased else {

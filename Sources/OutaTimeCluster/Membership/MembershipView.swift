@@ -52,6 +52,16 @@ public struct MembershipView: Sendable, Equatable {
         heartbeats[node] = Heartbeat(revision: revision, changedAt: now, aliveSince: now, deleted: true)
     }
 
+    /// Gives every node not known to have left a fresh `deadAfter` from
+    /// `now`: after this node was blind (fenced, its watches restarted),
+    /// silence it could not see is no proof of death.
+    public mutating func renew(at now: ContinuousClock.Instant) {
+        for (node, heartbeat) in heartbeats where !heartbeat.deleted {
+            let aliveSince = isAlive(node, at: now) ? heartbeat.aliveSince : now
+            heartbeats[node] = Heartbeat(revision: heartbeat.revision, changedAt: now, aliveSince: aliveSince, deleted: false)
+        }
+    }
+
     /// When `node` is (or was) taken for dead.
     public func deathTime(of node: String) -> ContinuousClock.Instant {
         guard let heartbeat = heartbeats[node] else { return started + deadAfter }
