@@ -161,7 +161,7 @@ struct MembershipCoreTests {
         var policy = OwnershipPolicy()
         policy.startupGrace = .zero
         var state = MembershipState(node: "n1", policy: policy, deadAfter: .milliseconds(1500), fenceAfter: .seconds(1), now: t0)
-        state.heartbeatAcked(sentAt: t0)
+        state.heartbeatAcked(sentAt: t0, revision: 1)
         state.apply(.caughtUp, from: .owners, generation: 0, at: t0)
         let step1 = state.step(at: t0)
         #expect(step1 == .none && state.phase == .starting)
@@ -181,7 +181,7 @@ struct MembershipCoreTests {
         #expect(state.leaseValidUntil(at: t0 + .seconds(1)) == nil && state.stats.fences == 1)
         let step4 = state.step(at: t0 + .seconds(2))
         #expect(step4 == .none)  // no ack: stays fenced
-        state.heartbeatAcked(sentAt: t0 + .seconds(2))
+        state.heartbeatAcked(sentAt: t0 + .seconds(2), revision: 2)
         let step5 = state.step(at: t0 + .seconds(2))
         #expect(step5 == .restartWatches && state.phase == .rereading && state.generation == 1)
         // Meanwhile n2 took slot 0; an event of the old watch is ignored.
@@ -197,6 +197,32 @@ struct MembershipCoreTests {
         guard case .write(let retry) = state.step(at: t0 + .seconds(2)) else { Issue.record("no retry"); return }
         #expect(retry.count == reclaims.count - 1)  // the refused one waits for the table to move
         #expect(state.stats.claimsLost == 1 && state.stats.claimsWon == SlotMap.count)
+    }
+
+    @Test("a member whose own acknowledged beats stop coming back through its nodes watch (a stalled watch) re-reads as after a fence")
+    func staleWatch() {
+        var policy = OwnershipPolicy()
+        policy.startupGrace = .zero
+        var state = MembershipState(node: "n1", policy: policy, deadAfter: .milliseconds(1500), fenceAfter: .seconds(1), now: t0)
+        state.heartbeatAcked(sentAt: t0, revision: 1)
+        state.apply(.put(key: "n1", value: [], revision: 1), from: .nodes, generation: 0, at: t0)
+        state.apply(.caughtUp, from: .nodes, generation: 0, at: t0)
+        state.apply(.caughtUp, from: .owners, generation: 0, at: t0)
+        _ = state.step(at: t0)
+        #expect(state.phase == .running)
+        // Beats keep being acked every 250 ms, but the watch shows none of them.
+        var time = t0
+        for revision in 2...7 {
+            time = t0 + .milliseconds(250 * (revision - 1))
+            state.heartbeatAcked(sentAt: time, revision: UInt64(revision))
+            _ = state.step(at: time)
+        }
+        #expect(state.phase == .running)  // 1.5 s after the first unechoed beat (at 250 ms) is 1,750 ms
+        state.heartbeatAcked(sentAt: t0 + .milliseconds(1750), revision: 9)
+        _ = state.step(at: t0 + .milliseconds(1750))
+        #expect(state.phase == .fenced && state.stats.staleWatches == 1 && state.stats.fences == 0)
+        let next = state.step(at: t0 + .milliseconds(1760))
+        #expect(next == .restartWatches)
     }
 
     @Test("records: JSON shape, a free slot keeps its epoch, garbage reads as free")

@@ -10,13 +10,14 @@ extension ClusterMembership {
         let sent = ContinuousClock.now
         let count = beatCount.add(1, ordering: .relaxed).newValue
         let value = Array("{\"node\":\"\(options.node)\",\"beat\":\(count)}".utf8)
+        let revision: UInt64
         do throws(NATSError) {
-            try beats.put(options.node, value: value)
+            revision = try beats.put(options.node, value: value)
         } catch {
             state.withLock { $0.heartbeatFailed() }
             throw error
         }
-        state.withLock { $0.heartbeatAcked(sentAt: sent) }
+        state.withLock { $0.heartbeatAcked(sentAt: sent, revision: revision) }
     }
 
     func heartbeatLoop() {

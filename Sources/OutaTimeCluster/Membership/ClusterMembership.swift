@@ -12,6 +12,7 @@ import Synchronization
 /// delays it), a decision thread (the fence, claims and handovers, and every
 /// `onChange` call, one at a time) and the two watch threads. Every NATS
 /// call blocks at most its timeout; ``stop()`` and ``abandon()`` are bounded.
+/// The threads keep the member alive until one of those is called.
 public final class ClusterMembership: Sendable {
     /// The options it runs with.
     public let options: MembershipOptions
@@ -98,7 +99,7 @@ public final class ClusterMembership: Sendable {
     public func stop() {
         guard stopThreads() else { return }
         let writes = state.withLock { $0.beginStopping(at: .now) }
-        try? nodes.delete(options.node)
+        if started.withLock({ $0 }) { try? nodes.delete(options.node) }
         for write in writes { perform(write) }
         stopWatches()
         report()
@@ -118,14 +119,6 @@ public final class ClusterMembership: Sendable {
     /// longer reach NATS, while everything else runs.
     public func pauseHeartbeats(_ paused: Bool) {
         heartbeatsPaused.store(paused, ordering: .releasing)
-        heartbeatWake.signal()
-    }
-
-    deinit { abandonThreadsOnly() }
-
-    private func abandonThreadsOnly() {
-        stopping.store(true, ordering: .releasing)
-        decisionWake.signal()
         heartbeatWake.signal()
     }
 

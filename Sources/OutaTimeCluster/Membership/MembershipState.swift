@@ -35,6 +35,7 @@ struct MembershipState: Sendable {
 
     let planner: OwnershipPlanner
     let fenceAfter: Duration
+    let deadAfter: Duration
     private(set) var startedAt: ContinuousClock.Instant
     private(set) var phase = Phase.starting
     private(set) var table: SlotTable
@@ -43,6 +44,13 @@ struct MembershipState: Sendable {
     private(set) var owned: Set<Int> = []
     /// When the last acknowledged heartbeat put was sent.
     private(set) var lastAckSent: ContinuousClock.Instant?
+    /// The revision of the last acknowledged heartbeat.
+    private var lastAckRevision: UInt64 = 0
+    /// When the oldest acknowledged heartbeat the nodes watch has not shown
+    /// yet was sent: a watch that stops delivering would make every other
+    /// node look dead, so a member whose own beats stop coming back through
+    /// its watch for deadAfter re-reads as after a fence.
+    private var unechoedSince: ContinuousClock.Instant?
     /// The watches' generation; events of an older one are stale.
     private(set) var generation = 0
     private var caughtUp: (owners: Bool, nodes: Bool) = (false, false)
@@ -56,6 +64,7 @@ struct MembershipState: Sendable {
     init(node: String, policy: OwnershipPolicy, deadAfter: Duration, fenceAfter: Duration, now: ContinuousClock.Instant) {
         planner = OwnershipPlanner(node: node, policy: policy)
         self.fenceAfter = fenceAfter
+        self.deadAfter = deadAfter
         startedAt = now
         table = SlotTable(now: now)
         view = MembershipView(deadAfter: deadAfter, started: now)
@@ -67,8 +76,11 @@ struct MembershipState: Sendable {
         return sent + fenceAfter
     }
 
-    mutating func heartbeatAcked(sentAt: ContinuousClock.Instant) {
+    mutating func heartbeatAcked(sentAt: ContinuousClock.Instant, revision: UInt64) {
         if lastAckSent.map({ sentAt > $0 }) ?? true { lastAckSent = sentAt }
+        lastAckRevision = max(lastAckRevision, revision)
+        let echoed = (view.heartbeats[node]?.revision ?? 0) >= revision
+        if !echoed && unechoedSince == nil { unechoedSince = sentAt }
     }
 
     mutating func heartbeatFailed() { stats.heartbeatFailures += 1 }
@@ -103,6 +115,7 @@ struct MembershipState: Sendable {
             applySlot(key: key, record: nil, revision: revision, at: now)
         case (.put(let key, _, let revision), .nodes):
             view.observe(node: key, revision: revision, at: now)
+            if key == node && revision >= lastAckRevision { unechoedSince = nil }
         case (.removed(let key, let revision), .nodes):
             view.observeDeleted(node: key, revision: revision, at: now)
         }
@@ -141,10 +154,12 @@ struct MembershipState: Sendable {
             view.renew(at: now)
             return .restartWatches
         case .running:
-            guard leased else {
+            let deaf = unechoedSince.map { now >= $0 + deadAfter } ?? false
+            guard leased && !deaf else {
                 phase = .fenced
                 owned = []
-                stats.fences += 1
+                unechoedSince = nil
+                if deaf { stats.staleWatches += 1 } else { stats.fences += 1 }
                 return .none
             }
             let writes = planner.writes(table: table, view: view, owned: owned, startedAt: startedAt, now: now)
@@ -168,7 +183,8 @@ struct MembershipState: Sendable {
     /// A write was stored at `revision`.
     mutating func stored(_ write: SlotWrite, revision: UInt64, at now: ContinuousClock.Instant) {
         table.apply(slot: write.slot, record: write.record, revision: revision, at: now)
-        if write.record.node == node { owned.insert(write.slot) } else { owned.remove(write.slot) }
+        // Stored while fenced (the write outlived the lease): the re-read claims it again.
+        if write.record.node == node && phase == .running { owned.insert(write.slot) } else { owned.remove(write.slot) }
         if write.reason == .claim { stats.claimsWon += 1 } else { stats.handovers += 1 }
     }
 

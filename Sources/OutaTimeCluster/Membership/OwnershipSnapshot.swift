@@ -47,6 +47,9 @@ public struct MembershipStats: Sendable, Equatable {
     public var handovers = 0
     /// Times this node fenced itself.
     public var fences = 0
+    /// Times its own heartbeats stopped coming back through its nodes
+    /// watch for deadAfter (a stalled watch): re-read as after a fence.
+    public var staleWatches = 0
     /// Heartbeat puts that failed or timed out.
     public var heartbeatFailures = 0
 }
