@@ -25,7 +25,7 @@ extension ClusterMembership {
             let sent = ContinuousClock.now
             if !heartbeatsPaused.load(ordering: .acquiring) {
                 try? beat()
-                decisionWake.signal()
+                wakeDecision()
             }
             let next = sent + options.heartbeatInterval
             let wait = max(next - .now, .zero)
@@ -35,9 +35,15 @@ extension ClusterMembership {
 
     func decisionLoop() {
         while !stopping.load(ordering: .acquiring) {
+            decisionWakePending.store(false, ordering: .releasing)
             decide()
             _ = decisionWake.wait(timeout: .now() + .milliseconds(Int(options.tick.milliseconds)))
         }
+    }
+
+    /// Wakes the decision thread, once however many events arrive before it runs.
+    func wakeDecision() {
+        if !decisionWakePending.exchange(true, ordering: .acquiringAndReleasing) { decisionWake.signal() }
     }
 
     /// One step: the fence, the re-read, or the claims; then the report.
@@ -94,13 +100,13 @@ extension ClusterMembership {
     func startWatches(generation: Int) throws(NATSError) {
         let ownersWatch = try owners.watch { [weak self] event in
             self?.state.withLock { $0.apply(.init(event), from: .owners, generation: generation, at: .now) }
-            self?.decisionWake.signal()
+            self?.wakeDecision()
         }
         let nodesWatch: KeyValueWatch
         do throws(NATSError) {
             nodesWatch = try nodes.watch { [weak self] event in
                 self?.state.withLock { $0.apply(.init(event), from: .nodes, generation: generation, at: .now) }
-                self?.decisionWake.signal()
+                self?.wakeDecision()
             }
         } catch {
             ownersWatch.stop()

@@ -28,6 +28,9 @@ public final class ClusterMembership: Sendable {
     let heartbeatsPaused = Atomic(false)
     let beatCount = Atomic(0)
     let decisionWake = DispatchSemaphore(value: 0)
+    /// True while a wake-up of the decision thread is pending: a burst of
+    /// watch events (a takeover moves ~85 keys) wakes it once, not per event.
+    let decisionWakePending = Atomic(false)
     let heartbeatWake = DispatchSemaphore(value: 0)
     private let decisionEnded = DispatchSemaphore(value: 0)
     private let heartbeatEnded = DispatchSemaphore(value: 0)
@@ -72,6 +75,8 @@ public final class ClusterMembership: Sendable {
             try beat()
             try startWatches(generation: 0)
         } catch {
+            stopWatches()
+            started.withLock { $0 = false }  // no thread to wait for; start() may be tried again
             throw .nats(error)
         }
         spawn("ot-membership-heartbeat", ended: heartbeatEnded) { $0.heartbeatLoop() }
