@@ -120,7 +120,13 @@ struct ClusterMembershipTests {
             return done
         }
         #expect(adopted)
-        print("graceful handover (\(handed.count) slots): stop() returned after \(milliseconds(returned - began)) ms; survivors' views owned them after \(milliseconds((seen ?? returned) - began)) ms")
+        // When each survivor first reported owning its share (from its own reports, not the polling).
+        let reported = members[1...].compactMap { member in
+            member.firstReport { $0.ready && handed.filter { after[$0]?.node == member.node }.allSatisfy($0.owned.keys.contains) }
+        }
+        #expect(reported.count == 2)
+        let adoptedAt = reported.max() ?? seen ?? returned
+        print("graceful handover (\(handed.count) slots): stop() returned after \(milliseconds(returned - began)) ms; the survivors reported owning them \(milliseconds(adoptedAt - began)) ms after stop() began")
     }
 
     @Test("a member whose heartbeats stop fences itself before the others take its slots; back, it claims none of them while they live")
