@@ -94,12 +94,17 @@ struct MembershipCoreTests {
         view.observe(node: "n2", revision: 11, at: t0 + .seconds(1))
         let n1 = OwnershipPlanner(node: "n1", policy: OwnershipPolicy())
         #expect(n1.writes(table: table, view: view, owned: [], startedAt: t0, now: t0 + .milliseconds(1400)).isEmpty)  // n3 still alive
-        let now = t0 + .milliseconds(1500)
+        // Dead by the clock, but n1's own beat has not come back since: its watch may have stalled.
+        #expect(n1.writes(table: table, view: view, owned: [], startedAt: t0, now: t0 + .milliseconds(1600)).isEmpty)
+        let now = t0 + .milliseconds(1600)
+        view.observe(node: "n1", revision: 30, at: now)
         let writes = n1.writes(table: table, view: view, owned: [], startedAt: t0, now: now)
         let mine = (0..<SlotMap.count).filter { Rendezvous.ranking(slot: $0, among: ["n1", "n2"])[0] == "n1" }
         #expect(writes.map(\.slot) == mine)
         #expect(writes.allSatisfy { $0.expectedRevision == UInt64(100 + $0.slot) && $0.record == SlotRecord(node: "n1", epoch: 5) })
-        // A second later n1 also covers n2's share, in case n2 died too.
+        // n2 lives but has not claimed its share: a stagger (1 s) later n1 claims it too.
+        view.observe(node: "n2", revision: 31, at: t0 + .seconds(2))
+        #expect(n1.writes(table: table, view: view, owned: [], startedAt: t0, now: now + .milliseconds(899)).count == mine.count)
         #expect(n1.writes(table: table, view: view, owned: [], startedAt: t0, now: now + .seconds(1)).count == SlotMap.count)
     }
 
@@ -109,6 +114,7 @@ struct MembershipCoreTests {
         table.apply(slot: 9, record: SlotRecord(node: "n3", epoch: 1), revision: 4, at: t0)
         var view = live(["n1", "n3"], at: t0)
         view.observeDeleted(node: "n3", revision: 20, at: t0 + .milliseconds(100))
+        view.observe(node: "n1", revision: 21, at: t0 + .milliseconds(200))
         let planner = OwnershipPlanner(node: "n1", policy: OwnershipPolicy())
         let early = planner.writes(table: table, view: view, owned: [], startedAt: t0, now: t0 + .milliseconds(1099))
         let due = planner.writes(table: table, view: view, owned: [], startedAt: t0, now: t0 + .milliseconds(1100))

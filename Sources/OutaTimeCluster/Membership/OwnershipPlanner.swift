@@ -78,7 +78,11 @@ public struct OwnershipPlanner: Sendable {
             }
             let claimableSince: ContinuousClock.Instant
             if let holder = entry.holder {
-                guard !view.isAlive(holder, at: now) else { continue }
+                // Silence is proof of death only if this node's watch was
+                // working past it: its own heartbeat came back after the
+                // holder's death time. A stalled watch shows silence everywhere.
+                guard !view.isAlive(holder, at: now), let echo = view.heartbeats[node]?.changedAt,
+                      echo >= view.deathTime(of: holder) else { continue }
                 let wait = view.leftGracefully(holder) ? policy.handoverWait : .zero
                 claimableSince = max(entry.since, view.deathTime(of: holder) + wait)
             } else {
