@@ -25,6 +25,11 @@ public enum SlotMap {
     /// The slot's key in `OT_OWNERS`: `s` and three digits (`s007`).
     public static func key(of slot: Int) -> String {
         precondition((0..<count).contains(slot), "slot \(slot) is outside 0..<\(count)")
+        return keys[slot]
+    }
+
+    /// Made once: the planner looks keys up for every slot on every step.
+    private static let keys: [String] = (0..<count).map { slot in
         let digits = String(slot)
         return "s" + String(repeating: "0", count: 3 - digits.count) + digits
     }
