@@ -100,12 +100,17 @@ public final class ClusterMembership: Sendable {
     /// once, and leave its slots to it for ``OwnershipPolicy/handoverWait``),
     /// hands each owned slot to its HRW winner among the other live nodes
     /// with a revision-checked update (a slot already taken is left alone),
-    /// then closes the watches. Does not close the connection. Idempotent.
+    /// then closes the watches. Does not close the connection. Idempotent;
+    /// bounded (a failing NATS ends the handovers at the first failure).
     public func stop() {
         guard stopThreads() else { return }
         let writes = state.withLock { $0.beginStopping(at: .now) }
         if started.withLock({ $0 }) { try? nodes.delete(options.node) }
-        for write in writes { perform(write) }
+        // Stop at the first NATS failure: each would wait its timeout, and
+        // the others claim what is left after the dead time and handoverWait.
+        for write in writes {
+            guard perform(write) else { break }
+        }
         stopWatches()
         report()
     }

@@ -151,6 +151,7 @@ struct MembershipState: Sendable {
             phase = .rereading
             generation += 1
             caughtUp = (false, false)
+            unechoedSince = nil  // the new watches start the echo check afresh
             view.renew(at: now)
             return .restartWatches
         case .running:
