@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Synchronization
 import NATS
 import NATSTestSupport
 import OutaTimeCluster
@@ -218,5 +219,53 @@ struct ClusterMembershipTests {
         #expect(moved)
         #expect(try reader.table().enumerated().allSatisfy { share.contains($0.offset) ? $0.element?.epoch == 2 : $0.element?.epoch == 1 })
         print("rebalance: \(share.count) slots moved to the joining member \(milliseconds(ContinuousClock.now - joined)) ms after it started (rebalanceAfter 1 s)")
+    }
+
+    @Test("a live node that never claims (heartbeats only): the next node in its slots' HRW order claims them a stagger later")
+    func silentWinner() throws {
+        let server = try NATSServerProcess.start()
+        defer { server.stop() }
+        let reader = try OwnersReader(urls: server.url)
+        defer { reader.close() }
+        // "n0" beats every 100 ms through a bare bucket and never claims.
+        let connection = try NATSConnection(NATSConnectionOptions(servers: [server.url], name: "n0"))
+        defer { connection.close() }
+        let beats = try KeyValueBucket(try JetStream(connection, timeout: .seconds(2)), config: KeyValueConfig(bucket: "OT_NODES"))
+        let beating = Atomic(true)
+        let beater = Thread {
+            while beating.load(ordering: .acquiring) {
+                _ = try? beats.put("n0", value: Array("{}".utf8))
+                Thread.sleep(forTimeInterval: 0.1)
+            }
+        }
+        beater.start()
+        defer { beating.store(false, ordering: .releasing) }
+        Thread.sleep(forTimeInterval: 0.2)
+        let configure: (inout MembershipOptions) -> Void = {
+            $0.shrink()
+            $0.policy.rebalanceAfter = nil
+        }
+        let members = try ["n1", "n2"].map { try Member($0, urls: server.url, configure: configure) }
+        defer { members.forEach { $0.close() } }
+        let started = ContinuousClock.now
+        for member in members { try member.membership.start() }
+        let all = try poll(timeout: .seconds(15)) { try settled(members, reader: reader) }
+        #expect(all)
+        let table = try reader.table()
+        let everyone = ["n0", "n1", "n2"]
+        let n0Wins = (0..<SlotMap.count).filter { Rendezvous.ranking(slot: $0, among: everyone)[0] == "n0" }
+        for slot in 0..<SlotMap.count {
+            let ranking = Rendezvous.ranking(slot: slot, among: everyone)
+            #expect(table[slot]?.node == (ranking[0] == "n0" ? ranking[1] : ranking[0]))
+        }
+        // The winners' own slots were claimed before any of n0's.
+        let ownFirst = members.compactMap { member in member.firstReport { !$0.owned.isEmpty } }.max()
+        let n0sTaken = members.compactMap { member in member.firstReport { snapshot in n0Wins.contains { snapshot.owned[$0] != nil } } }.min()
+        if let ownFirst, let n0sTaken {
+            #expect(ownFirst < n0sTaken)
+            print("silent winner: own slots claimed \(milliseconds(ownFirst - started)) ms, the silent node's \(n0Wins.count) slots from \(milliseconds(n0sTaken - started)) ms after start (stagger 600 ms)")
+        } else {
+            Issue.record("no claim reported")
+        }
     }
 }
