@@ -130,14 +130,15 @@ struct ClusterMembershipTests {
         print("graceful handover (\(handed.count) slots): stop() returned after \(milliseconds(returned - began)) ms; the survivors reported owning them \(milliseconds(adoptedAt - began)) ms after stop() began")
     }
 
-    @Test("a member whose heartbeats stop fences itself before the others take its slots; back, it claims none of them while they live")
-    func selfFence() throws {
+    @Test("a member whose heartbeats stop fences itself before the others take its slots; back, it claims none of them while they live",
+          arguments: [true, false])
+    func selfFence(shrunk: Bool) throws {
         let server = try NATSServerProcess.start()
         defer { server.stop() }
         let reader = try OwnersReader(urls: server.url)
         defer { reader.close() }
         let members = try Self.trio(urls: server.url, reader: reader) {
-            $0.shrink()
+            if shrunk { $0.shrink() }
             $0.policy.rebalanceAfter = nil
         }
         defer { members.forEach { $0.close() } }
@@ -157,7 +158,7 @@ struct ClusterMembershipTests {
         #expect(fencedAt != nil, "the member never reported itself fenced")
         if let fencedAt, let firstTaken {
             #expect(fencedAt < firstTaken, "fenced \(milliseconds(fencedAt - paused)) ms, first slot taken \(milliseconds(firstTaken - paused)) ms after the pause")
-            print("self-fence (fence 600 ms, dead 900 ms): fenced \(milliseconds(fencedAt - paused)) ms, first slot taken \(milliseconds(firstTaken - paused)) ms after its heartbeats stopped")
+            print("self-fence (\(shrunk ? "fence 600 ms, dead 900 ms" : "default: fence 1 s, dead 1.5 s")): fenced \(milliseconds(fencedAt - paused)) ms, first slot taken \(milliseconds(firstTaken - paused)) ms after its heartbeats stopped")
         }
         #expect(frozen.membership.leaseValidUntil == nil && frozen.snapshot.owned.isEmpty)
         frozen.membership.pauseHeartbeats(false)
