@@ -148,7 +148,9 @@ struct ClusterMembershipTests {
         let paused = ContinuousClock.now
         frozen.membership.pauseHeartbeats(true)
         var firstTaken: ContinuousClock.Instant?
+        var leaseEnd: ContinuousClock.Instant?  // the latest end of its lease seen while it still had one
         let allTaken = try poll(timeout: .seconds(10), every: .milliseconds(5)) {
+            if let lease = frozen.membership.leaseValidUntil { leaseEnd = max(leaseEnd ?? lease, lease) }
             let holders = try reader.holders()
             if firstTaken == nil, (holders[frozen.node]?.count ?? 0) < its.count { firstTaken = .now }
             return holders[frozen.node] == nil
@@ -156,9 +158,12 @@ struct ClusterMembershipTests {
         #expect(allTaken)
         let fencedAt = frozen.firstReport { $0.fenced }
         #expect(fencedAt != nil, "the member never reported itself fenced")
-        if let fencedAt, let firstTaken {
-            #expect(fencedAt < firstTaken, "fenced \(milliseconds(fencedAt - paused)) ms, first slot taken \(milliseconds(firstTaken - paused)) ms after the pause")
-            print("self-fence (\(shrunk ? "fence 600 ms, dead 900 ms" : "default: fence 1 s, dead 1.5 s")): fenced \(milliseconds(fencedAt - paused)) ms, first slot taken \(milliseconds(firstTaken - paused)) ms after its heartbeats stopped")
+        // The safety fact: its lease (what the server checks before acting)
+        // ended before any of its slots was taken. The report of the fence
+        // comes on the decision thread, up to a tick later.
+        if let leaseEnd, let firstTaken, let fencedAt {
+            #expect(leaseEnd < firstTaken, "lease ended \(milliseconds(leaseEnd - paused)) ms, first slot taken \(milliseconds(firstTaken - paused)) ms after the pause")
+            print("self-fence (\(shrunk ? "fence 600 ms, dead 900 ms" : "default: fence 1 s, dead 1.5 s")): lease ended \(milliseconds(leaseEnd - paused)) ms, fence reported \(milliseconds(fencedAt - paused)) ms, first slot taken \(milliseconds(firstTaken - paused)) ms after its heartbeats stopped")
         }
         #expect(frozen.membership.leaseValidUntil == nil && frozen.snapshot.owned.isEmpty)
         frozen.membership.pauseHeartbeats(false)
