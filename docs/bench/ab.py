@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""A/B of two release builds on the single-node hot paths, interleaved.
+
+    docs/bench/ab.py --base /path/to/old/checkout --new . [--rounds 5]
+
+Each round runs, for each build in turn (the order alternates between
+rounds, so a drift of the machine's speed hits both alike), on a fresh
+server and database:
+
+- fan-out: the neutral harness `fanout` (../shared/bench, built into
+  --fanout) with 100 subscribers x 64 B, --msgs messages: deliveries/s and
+  deliveries per server CPU second;
+- durable commands: `outatime-load commands --clients 50` for --seconds:
+  acknowledged commands/s.
+
+Prints one line per run and the medians per build. Needs the release
+binaries (`swift build -c release`) in both checkouts. Every run is bounded:
+a server that does not come up in 20 s, or a harness that runs past its
+deadline, fails the run.
+"""
+import argparse
+import json
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def start_server(checkout, folder):
+    binary = os.path.join(checkout, ".build/release/outatime-server")
+    proc = subprocess.Popen(
+        [binary, "--port", "0", "--db", os.path.join(folder, "ab.sqlite"), "--max-requests-per-second", "0",
+         "--max-connections-per-address", "15000", "--log-level", "error"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        match = re.search(r"listening on 127\.0\.0\.1:(\d+)", line or "")
+        if match:
+            return proc, int(match.group(1))
+        if proc.poll() is not None:
+            break
+    proc.kill()
+    raise RuntimeError(f"{binary} did not start")
+
+
+def stop_server(proc):
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def fanout(args, pid, port):
+    out = subprocess.run(
+        [args.fanout, "--proto", "lpjson", "--port", str(port), "--server-pid", str(pid), "--label", "ab",
+         "--lp-config", os.path.join(os.path.dirname(args.fanout), "outatime.conf"), "--channel", "starport/ab",
+         "--scenario", "fanout", "--subs", "100", "--msgs", str(args.msgs), "--size", "64"],
+        capture_output=True, text=True, timeout=300)
+    line = next(l for l in out.stdout.splitlines() if l.startswith("{"))
+    result = json.loads(line)
+    return result["deliveries_per_s"], result.get("deliveries_per_server_cpu_s", 0.0)
+
+
+def commands(args, checkout, port):
+    load = os.path.join(checkout, ".build/release/outatime-load")
+    out = subprocess.run([load, "commands", "--port", str(port), "--clients", "50", "--duration", str(args.seconds),
+                          "--json"], capture_output=True, text=True, timeout=args.seconds + 120)
+    result = json.loads(out.stdout)
+    return result["commands_per_s"]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--base", required=True, help="checkout of the previous build")
+    parser.add_argument("--new", required=True, help="checkout of the build measured")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--msgs", type=int, default=200_000, help="fan-out messages per run")
+    parser.add_argument("--seconds", type=int, default=8, help="durable-command run length")
+    parser.add_argument("--fanout", default="/tmp/bench/fanout", help="the fanout harness binary")
+    args = parser.parse_args()
+    builds = {"base": args.base, "new": args.new}
+    results = {name: {"fanout": [], "fanout_cpu": [], "commands": []} for name in builds}
+    for round_number in range(args.rounds):
+        order = ["base", "new"] if round_number % 2 == 0 else ["new", "base"]
+        for name in order:
+            with tempfile.TemporaryDirectory() as folder:
+                proc, port = start_server(builds[name], folder)
+                try:
+                    dps, per_cpu = fanout(args, proc.pid, port)
+                finally:
+                    stop_server(proc)
+            with tempfile.TemporaryDirectory() as folder:
+                proc, port = start_server(builds[name], folder)
+                try:
+                    cps = commands(args, builds[name], port)
+                finally:
+                    stop_server(proc)
+            results[name]["fanout"].append(dps)
+            results[name]["fanout_cpu"].append(per_cpu)
+            results[name]["commands"].append(cps)
+            print(f"round {round_number + 1} {name:4}: fan-out {dps:,.0f}/s ({per_cpu:,.0f} per server CPU s), "
+                  f"commands {cps:,.0f}/s", flush=True)
+    print("medians:")
+    for name in builds:
+        r = results[name]
+        print(f"  {name:4}: fan-out {statistics.median(r['fanout']):,.0f}/s "
+              f"({statistics.median(r['fanout_cpu']):,.0f} per server CPU s), "
+              f"commands {statistics.median(r['commands']):,.0f}/s")
+    base, new = results["base"], results["new"]
+    for key in ("fanout", "fanout_cpu", "commands"):
+        ratio = statistics.median(new[key]) / statistics.median(base[key])
+        print(f"  new/base {key}: {ratio:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
