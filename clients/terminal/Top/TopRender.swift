@@ -27,7 +27,7 @@ struct TopBoard {
         "slowest        channels by their worst tick lateness over the last 10–20 s",
         "               (from stats, at most 5), with their ticks built > 50 ms late",
         "cluster        (cluster mode) the store's NATS link: up or DOWN, times it",
-        "               came back, channels this node owns, publishes retried",
+        "               came back, channels this node owns; its server, publishes retried",
         "",
         "?  show or hide this help (any key hides it)    q, Ctrl-C  quit",
         "Colours: off when NO_COLOR is set (no-color.org).",
@@ -108,15 +108,15 @@ enum TopRender {
                 // Cluster mode only: the store's NATS link; a line in red while it is down.
                 let link = cluster.natsConnected.map { $0 ? "up" : "DOWN" } ?? "—"
                 out.append(row("CLUSTER", [("nats", link), ("reconnects", cluster.natsReconnects.map { "\($0)" } ?? "—"),
-                                           ("owned", "\(cluster.channelsOwned)"),
-                                           ("ack retries", cluster.ackRetries.map { "\($0)" } ?? "—")]))
+                                           ("owned", "\(cluster.channelsOwned)")]))
                 let url = cluster.natsURL.map { DisplayWidth.sanitized($0) } ?? "no NATS link reported"
                 if cluster.natsConnected == false {
                     let down = cluster.downSeconds.map { " for \($0) s" } ?? ""
                     out.append(String(repeating: " ", count: 13) + ANSI.red + ANSI.bold + "NATS link to \(url) down\(down): "
                         + "commands fail until it is back" + ANSI.reset)
                 } else {
-                    out.append(String(repeating: " ", count: 13) + ANSI.dim + url + ANSI.reset)
+                    let retries = cluster.ackRetries.map { " · ack retries \($0)" } ?? ""
+                    out.append(String(repeating: " ", count: 13) + ANSI.dim + url + retries + ANSI.reset)
                 }
             }
             out.append(row("PROCESS", [("memory", TopFormat.bytes(Double(sample.int("rss_bytes")))),
