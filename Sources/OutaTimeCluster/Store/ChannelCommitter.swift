@@ -71,6 +71,7 @@ final class ChannelCommitter: Sendable {
         case .createChannel(let record):
             let address = try address(record.name)
             let snapshot = SnapshotRecord(seq: record.seq, stateSeq: record.stateSeq, streamSeq: 0, state: record.state, at: SnapshotRecord.now())
+            try requireLink()
             do {
                 let revision = try snapshots.create(address.key, value: snapshot.encoded())
                 textBytes.add(record.state.utf8.count, ordering: .relaxed)
