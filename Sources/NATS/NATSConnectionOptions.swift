@@ -20,6 +20,16 @@ public struct NATSConnectionOptions: Sendable {
     public var reconnectWait: Duration = .milliseconds(250)
     /// Bound on connecting to one server (TCP, INFO and CONNECT).
     public var connectTimeout: Duration = .seconds(2)
+    /// How often libnats pings the server; with ``maxPingsOut`` unanswered
+    /// the connection counts as lost (a frozen server keeps its socket open,
+    /// so only missed pings reveal it). libnats' default: 2 minutes.
+    public var pingInterval: Duration = .seconds(120)
+    /// Unanswered pings after which the connection counts as lost.
+    public var maxPingsOut = 2
+    /// Fail requests (JetStream publishes and API calls) waiting for an
+    /// answer when the connection drops, instead of letting them run out
+    /// their timeout.
+    public var failRequestsOnDisconnect = false
     /// Called on a libnats thread when the connection drops (it then reconnects).
     public var onDisconnected: (@Sendable () -> Void)?
     /// Called on a libnats thread when the connection is back.

@@ -122,6 +122,9 @@ final class Server {
     /// The store's last write failed (its message), until one succeeds:
     /// `/healthz` answers 503 meanwhile.
     var storeFailure: String?
+    /// The store link's reconnect count when ``storeFailure`` was set: a
+    /// failure that an outage caused is stale once the link came back.
+    var storeFailureReconnects = 0
     /// `/metrics` (built on the first scrape's server, kept after).
     lazy var metrics = ServerMetrics(version: Self.version)
     /// Whether ticks feed ``metrics``' lateness histogram: with `--http`,

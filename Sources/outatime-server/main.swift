@@ -61,7 +61,8 @@ struct OutaTimeServerCommand: ParsableCommand {
     @Option(help: ArgumentHelp("""
         Serve HTTP on HOST:PORT ([IPv6]:PORT, or a bare PORT on 127.0.0.1; 0 picks a free port, printed as \
         'http listening on HOST:PORT'): GET /metrics (Prometheus text format), GET /healthz (200 while the \
-        store writer is not failing, else 503) and GET /readyz (200 while running, 503 while shutting down). \
+        store writer is not failing and, with --cluster, its NATS link is up; else 503 naming the cause) and \
+        GET /readyz (200 while running, 503 while shutting down or while the NATS link is down). \
         Off by default. A non-loopback address needs --http-public. Each client address may hold \
         --http-max-connections-per-address connections; a request head must arrive whole within 2 s.
         """, valueName: "host:port"))

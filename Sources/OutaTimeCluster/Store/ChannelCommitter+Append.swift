@@ -54,6 +54,16 @@ extension ChannelCommitter {
             throw .refused(.seqMismatch(channel: channel, expected: first.previous, stored: stored))
         }
         attempts: for _ in 0..<publishAttempts {
+            // A publish made while the link is down would wait in libnats'
+            // buffer for its ack's timeout: fail now, naming the outage.
+            if ackLost {
+                do throws(StoreFailure) { try requireLink("no ack for '\(msgID)' on '\(address.subject)': the outcome is unknown") } catch {
+                    forget(channel)
+                    throw error
+                }
+            } else {
+                try requireLink("'\(msgID)' was not sent")
+            }
             var acked: PublishAck?
             var refused = false
             do throws(NATSError) {
@@ -66,7 +76,7 @@ extension ChannelCommitter {
                 refused = true
             } catch {
                 forget(channel)
-                throw Self.failure(error)
+                throw failure(error)
             }
             if refused {
                 // After a lost ack, the refusal may be of our own stored message.

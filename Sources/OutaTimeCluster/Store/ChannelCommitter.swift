@@ -12,6 +12,8 @@ final class ChannelCommitter: Sendable {
     let snapshots: KeyValueBucket
     let metaBucket: KeyValueBucket
     let partitions: Int
+    /// The NATS link's state: a call made while it is down fails at once.
+    let link: LinkMonitor
     /// Write a snapshot once the stored one is this many events old (and a state is at hand).
     let snapshotEvery: Int64
     /// Publish attempts when the ack is lost (the same Msg-Id and CAS each time).
@@ -23,8 +25,10 @@ final class ChannelCommitter: Sendable {
     /// Retried publishes found stored by reading the subject's last message.
     let lostAcksResolved = Atomic<Int>(0)
 
-    init(jetStream: JetStream, snapshots: KeyValueBucket, meta: KeyValueBucket, partitions: Int, snapshotEvery: Int64) {
+    init(jetStream: JetStream, snapshots: KeyValueBucket, meta: KeyValueBucket, partitions: Int, snapshotEvery: Int64,
+         link: LinkMonitor) {
         self.jetStream = jetStream
+        self.link = link
         self.snapshots = snapshots
         metaBucket = meta
         self.partitions = partitions
@@ -67,6 +71,7 @@ final class ChannelCommitter: Sendable {
         case .createChannel(let record):
             let address = try address(record.name)
             let snapshot = SnapshotRecord(seq: record.seq, stateSeq: record.stateSeq, streamSeq: 0, state: record.state, at: SnapshotRecord.now())
+            try requireLink()
             do {
                 let revision = try snapshots.create(address.key, value: snapshot.encoded())
                 textBytes.add(record.state.utf8.count, ordering: .relaxed)
@@ -75,7 +80,7 @@ final class ChannelCommitter: Sendable {
                 // What SQLite reports for the same write: a UNIQUE constraint (SQLITE_CONSTRAINT).
                 throw .database(code: 19, message: "channel '\(record.name)' already exists (\(JetStreamStoreNames.snapshotBucket) key '\(address.key)')")
             } catch {
-                throw Self.failure(error)
+                throw failure(error)
             }
         case .appendEvents(let channel, let seq, let state, let events):
             let batch = AppendBatch(seq: seq, state: state, events: events)
@@ -116,14 +121,24 @@ final class ChannelCommitter: Sendable {
 
     func countText(_ bytes: Int) { textBytes.add(bytes, ordering: .relaxed) }
 
-    /// Runs a NATS call, turning its error into a ``StoreFailure``.
+    /// Runs a NATS call, turning its error into a ``StoreFailure``. While
+    /// the link is down it fails at once, naming the outage, without
+    /// sending: libnats would queue the call and let it wait out its timeout.
     func nats<T>(_ body: () throws(NATSError) -> T) throws(StoreFailure) -> T {
-        do { return try body() } catch { throw Self.failure(error) }
+        try requireLink()
+        do { return try body() } catch { throw failure(error) }
     }
 
-    /// A NATS failure as the store reports it: the backend's message, code 0.
-    static func failure(_ error: NATSError) -> StoreFailure {
-        .database(code: 0, message: "JetStream: \(error)")
+    /// Throws, naming the outage, while the NATS link is down.
+    func requireLink(_ consequence: String = "nothing was sent") throws(StoreFailure) {
+        if let outage = link.outage { throw .database(code: 0, message: "JetStream: \(outage): \(consequence)") }
+    }
+
+    /// A NATS failure as the store reports it: the backend's message, code
+    /// 0, and the outage when the link is down.
+    func failure(_ error: NATSError) -> StoreFailure {
+        if let outage = link.outage { return .database(code: 0, message: "JetStream: \(error) (\(outage))") }
+        return .database(code: 0, message: "JetStream: \(error)")
     }
 }
 

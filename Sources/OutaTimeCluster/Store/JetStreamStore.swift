@@ -39,6 +39,7 @@ public final class JetStreamStore: DurableStore {
     private let lanes: SubmissionLanes
     private let onCommit: @Sendable ([StoreCommit]) -> Void
     private let closed = Mutex(false)
+    private let link: LinkMonitor
     /// Events kept per channel at least (the streams keep
     /// ``messagesBeyondHistory`` messages more).
     public let historyLimit: Int
@@ -64,11 +65,16 @@ public final class JetStreamStore: DurableStore {
     ///   - ackTimeout: the wait for each publish ack and API answer; a publish
     ///     is sent up to 3 times (same Msg-Id and CAS) before its outcome is
     ///     reported as unknown.
+    ///   - pingInterval: how often libnats pings the server; two unanswered
+    ///     pings mark the link down (a frozen server keeps its socket open:
+    ///     only the pings reveal it), so an outage shows in ``status`` within
+    ///     about three intervals, and calls made during one fail at once.
     ///   - startsPaused: queue submissions without committing until ``resume()``.
     ///   - onCommit: receives outcomes on a worker thread; keep it short.
     public init(
         servers: String, historyLimit: Int, partitions: Int = 3, replicas: Int = 1, workers: Int = 4,
-        name: String = "outatime-store", ackTimeout: Duration = .seconds(5), startsPaused: Bool = false,
+        name: String = "outatime-store", ackTimeout: Duration = .seconds(5), pingInterval: Duration = .seconds(1),
+        startsPaused: Bool = false,
         onCommit: @escaping @Sendable ([StoreCommit]) -> Void
     ) throws {
         guard historyLimit >= 1 else { throw NATSError.invalidArgument("historyLimit \(historyLimit): give at least 1") }
@@ -76,7 +82,14 @@ public final class JetStreamStore: DurableStore {
         guard (1...64).contains(workers) else { throw NATSError.invalidArgument("workers \(workers): give 1 to 64") }
         var options = try NATSConnectionOptions(urls: servers, name: name)
         options.connectTimeout = .seconds(2)
+        options.pingInterval = pingInterval
+        options.maxPingsOut = 2
+        // A publish waiting for its ack when the link drops fails then, not at its timeout.
+        options.failRequestsOnDisconnect = true
+        let link = LinkMonitor()
+        link.wire(&options)
         let connection = try NATSConnection(options)
+        link.connected(url: connection.connectedURL) { [weak connection] in connection?.connectedURL }
         do {
             if replicas > 1 {
                 try connection.serverVersion().requireCluster(url: connection.connectedURL ?? servers)
@@ -101,12 +114,13 @@ public final class JetStreamStore: DurableStore {
             committer = ChannelCommitter(
                 jetStream: jetStream, snapshots: try KeyValueBucket(jetStream, config: snapshotConfig),
                 meta: try KeyValueBucket(jetStream, config: metaConfig), partitions: partitions,
-                snapshotEvery: 1)
+                snapshotEvery: 1, link: link)
         } catch {
             connection.close()
             throw error
         }
         self.connection = connection
+        self.link = link
         self.historyLimit = historyLimit
         self.onCommit = onCommit
         lanes = SubmissionLanes(paused: startsPaused)
@@ -174,6 +188,15 @@ public final class JetStreamStore: DurableStore {
 
     /// `jetstream`.
     public var backendName: String { "jetstream" }
+
+    /// The NATS link as libnats last reported it, with the ack counters:
+    /// a copy under a short lock, never a call to the server.
+    public var status: StoreStatus {
+        var current = link.link
+        current.ackRetries = ackRetries
+        current.lostAcksResolved = lostAcksResolved
+        return StoreStatus(backend: backendName, link: current)
+    }
 
     var reader: ChannelCommitter {
         get throws {

@@ -24,6 +24,11 @@ final class Channel {
     /// Whose quota the channel counts against (``ChannelQuotas``); nil for
     /// a channel loaded at start.
     var creator: ChannelCreator?
+    /// Why memory could not be taken back from storage after a failed
+    /// commit (the store was unreachable): the state may show events that
+    /// were never stored, so it is reloaded before its next use
+    /// (``Server/openChannel(_:for:)``). Nil when memory follows storage.
+    var reloadFailure: String?
 
     init(name: ChannelName, state: any ChannelBehaviour, pipeline: CommitPipeline) {
         self.name = name

@@ -30,7 +30,10 @@ extension Server {
     /// `server_busy` when the server holds ``ServerConfig/maxChannels``.
     func openChannel(_ name: ChannelName, for session: Session) throws(ProtocolError) -> Channel {
         let key = name.description
-        if let channel = channels[key] { return channel }
+        if let channel = channels[key] {
+            if channel.reloadFailure != nil { try reloadBeforeUse(channel) }
+            return channel
+        }
         let creator = session.channelCreator
         let quota = config.maxChannelsPerToken
         guard quota == 0 || channelQuotas.count(of: creator) < quota else {
@@ -141,16 +144,36 @@ extension Server {
     /// state thrown away; the store refuses them (their seqs no longer
     /// follow), and the pipeline does not reload again for them. Returns
     /// the open batch, built on the same state and never to be submitted.
+    ///
+    /// When the store cannot be read (its link is down: the read fails at
+    /// once), memory stays ahead and is marked (``Channel/reloadFailure``):
+    /// the channel's next use reloads it first.
     func reload(_ channel: Channel) -> CommitPipeline.Batch? {
         do {
             if let record = try store.channel(named: channel.key) {
                 channel.state = try restoredState(record, kind: channel.name.kind)
+                channel.reloadFailure = nil
                 return channel.pipeline.reload(seq: record.seq, storedStateSeq: record.stateSeq)
             }
         } catch {
             logger.error("reloading a channel failed", metadata: ["channel": "\(channel.key)", "error": "\(error)"])
+            channel.reloadFailure = "\(error)"
         }
         return nil
+    }
+
+    /// A channel whose reload failed is reloaded before it is used again,
+    /// once nothing of it is in flight (a batch still in flight fails and
+    /// reloads it itself). While that fails too, requests on it fail
+    /// `internal`, naming the cause, rather than show events never stored.
+    private func reloadBeforeUse(_ channel: Channel) throws(ProtocolError) {
+        guard channel.pipeline.isSettled else { return }
+        _ = reload(channel)  // settled: no open batch to give back
+        if let failure = channel.reloadFailure {
+            throw ProtocolError(.internal, "channel '\(channel.key)' could not be read back from the store after a failed "
+                + "write, so its state may show events never stored: \(failure); try again once the store is reachable")
+        }
+        replanClock(channel, startingTicks: true)
     }
 
     /// The seq `history` starts after at the earliest: the events before it

@@ -175,17 +175,24 @@ extension Server {
     func route(_ head: HTTPRequestHead) -> HTTPResponse {
         switch head.path {
         case "/healthz":
-            // The loop turns (it is answering) and the store writer is not failing.
-            if let failure = storeFailure {
-                return HTTPResponse(status: .serviceUnavailable, body: "unhealthy: the store's last write failed: \(failure)\n")
+            // The loop turns (it is answering), the store's link is up and
+            // its writer is not failing.
+            if let trouble = storeTrouble {
+                return HTTPResponse(status: .serviceUnavailable, body: "unhealthy: \(trouble)\n")
             }
             return HTTPResponse(status: .ok, body: "ok\n")
         case "/metrics":
             return HTTPResponse(status: .ok, body: metricsText(),
                                 contentType: "text/plain; version=0.0.4; charset=utf-8")
         case "/readyz":
-            if case .running = phase { return HTTPResponse(status: .ok, body: "ready\n") }
-            return HTTPResponse(status: .serviceUnavailable, body: "not ready: the server is \(phase.name)\n")
+            guard case .running = phase else {
+                return HTTPResponse(status: .serviceUnavailable, body: "not ready: the server is \(phase.name)\n")
+            }
+            // A node that cannot store cannot serve commands: a balancer should send clients elsewhere.
+            if let outage = store.status.outage {
+                return HTTPResponse(status: .serviceUnavailable, body: "not ready: \(outage): the store cannot write\n")
+            }
+            return HTTPResponse(status: .ok, body: "ready\n")
         default:
             return HTTPResponse(status: .notFound, body: "no route \(head.path.prefix(100)); routes: /metrics, /healthz, /readyz\n")
         }

@@ -112,6 +112,7 @@ final class ServerMetrics {
         counter("outatime_channel_items_refused_total", stats.channelItemsRefused,
                 help: "Actions refused channel_full: the channel held --max-channel-items items")
         counter("outatime_slow_consumer_closes_total", stats.slowConsumerCloses, help: "Connections closed as slow consumers")
+        if let cluster = stats.cluster { renderCluster(cluster) }
         gauge("outatime_process_resident_memory_bytes", stats.rssBytes, help: "Resident memory of the server process")
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
@@ -119,6 +120,23 @@ final class ServerMetrics {
             + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1_000_000
         gauge("outatime_process_cpu_seconds", cpu, help: "CPU time the server process used (user and system)")
         return registry.emitToString()
+    }
+
+    /// Cluster mode: the node as an info gauge (its name a label, the one
+    /// series of its family), its NATS link and the channels it owns.
+    private func renderCluster(_ cluster: ClusterStats) {
+        gauge("outatime_cluster_node_info", 1, labels: [("node", cluster.node), ("store", cluster.store)],
+              help: "This node in cluster mode: its name (--node) and store backend (always 1)")
+        gauge("outatime_cluster_channels_owned", cluster.channelsOwned,
+              help: "Channels this node owns (until slot ownership lands: every channel it holds)")
+        guard let nats = cluster.nats else { return }
+        gauge("outatime_cluster_nats_connected", nats.connected ? 1 : 0,
+              help: "1 while the store's NATS link is up, 0 while it is down (libnats reconnecting) or closed")
+        counter("outatime_cluster_nats_reconnects_total", nats.reconnects, help: "Times the store's NATS link came back after a loss")
+        counter("outatime_cluster_nats_ack_retries_total", nats.ackRetries,
+                help: "JetStream publishes sent again because their ack did not come in time")
+        counter("outatime_cluster_nats_lost_acks_resolved_total", nats.lostAcksResolved,
+                help: "Retried JetStream publishes found stored already (their first ack was lost)")
     }
 
     /// A metric's whole name (ours carry their unit already, e.g.

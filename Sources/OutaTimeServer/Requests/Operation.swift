@@ -83,13 +83,14 @@ extension Server {
     /// empty without one (`/metrics` names no channel, so it skips the scan).
     func statsResult(slowestIn scope: ChannelScope? = nil) -> StatsResult {
         let writerStats = store.stats
+        let durableChannels = channels.values.reduce(0) { $0 + ($1.pipeline.isDurable ? 1 : 0) }
         return StatsResult(
             server: Self.version,
             uptimeS: Int(Date().timeIntervalSince(startedAt)),
             connections: sessions.count,
             sessionsReady: sessions.values.reduce(0) { if case .ready = $1.state { $0 + 1 } else { $0 } },
             connectionsAccepted: counters.connectionsAccepted,
-            channels: channels.values.reduce(0) { $0 + ($1.pipeline.isDurable ? 1 : 0) },
+            channels: durableChannels,
             subscriptions: subscriptions.count,
             framesIn: counters.framesIn,
             framesOut: counters.framesOut,
@@ -137,7 +138,8 @@ extension Server {
             maxFailedHellos: config.maxFailedHellos,
             requestRatePauses: counters.requestRatePauses,
             maxRequestsPerSecond: config.maxRequestsPerSecond,
-            rssBytes: StatsResult.residentBytes()
+            rssBytes: StatsResult.residentBytes(),
+            cluster: config.node.map { ClusterStats(node: $0, status: store.status, channelsOwned: durableChannels) }
         )
     }
 }

@@ -142,6 +142,9 @@ struct StatsResult: Encodable {
     var requestRatePauses: Int
     var maxRequestsPerSecond: Int
     var rssBytes: Int
+    /// This node, its store's NATS link and the channels it owns (absent
+    /// on a single server: no `--cluster`).
+    var cluster: ClusterStats?
 
     enum CodingKeys: String, CodingKey {
         case server
@@ -192,6 +195,7 @@ struct StatsResult: Encodable {
         case requestRatePauses = "request_rate_pauses"
         case maxRequestsPerSecond = "max_requests_per_second"
         case rssBytes = "rss_bytes"
+        case cluster
     }
 
     /// Resident set size from /proc/self/statm (0 where unavailable).

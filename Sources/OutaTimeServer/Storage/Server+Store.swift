@@ -70,6 +70,7 @@ extension Server {
         if let failure = commit.error {
             logger.error("store write failed", metadata: ["ticket": "\(commit.ticket)", "error": "\(failure)"])
             storeFailure = "\(failure)"
+            storeFailureReconnects = store.status.link?.reconnects ?? 0
         } else {
             storeFailure = nil
         }
@@ -78,6 +79,16 @@ extension Server {
         case .events(let channel): eventsCommitted(on: channel, failure: commit.error)
         case .meta, .drop: break
         }
+    }
+
+    /// Why the store cannot write, for `/healthz`: its link is down, or
+    /// its last write failed (and the link has not come back since).
+    var storeTrouble: String? {
+        let status = store.status
+        if let outage = status.outage { return "\(outage): the store cannot write" }
+        guard let storeFailure else { return nil }
+        if let link = status.link, link.reconnects > storeFailureReconnects { return nil }
+        return "the store's last write failed: \(storeFailure)"
     }
 
     /// Reads durable events off the loop thread (reads run concurrently

@@ -63,6 +63,11 @@ public protocol DurableStore: AnyObject, Sendable {
     /// A short name for logs, `stats` and `/healthz`: `sqlite` or `jetstream`.
     var backendName: String { get }
 
+    /// The backend's state for operators (its link, if it has one). Read on
+    /// the server's loop, at each `stats`, scrape and health check: a copy
+    /// of values kept up to date as things happen, never I/O, never a wait.
+    var status: StoreStatus { get }
+
     /// Every channel this backend holds, ordered by name.
     func loadChannels() throws -> [ChannelRecord]
 
@@ -80,4 +85,9 @@ public protocol DurableStore: AnyObject, Sendable {
     /// One of the server's own values (``StoreWrite/setMeta(key:value:)``),
     /// or nil if it was never set.
     func meta(_ key: String) throws -> String?
+}
+
+extension DurableStore {
+    /// A backend without a link (SQLite, test doubles): its name only.
+    public var status: StoreStatus { StoreStatus(backend: backendName) }
 }

@@ -98,4 +98,44 @@ struct TopRenderTests {
         let onTime = try #require(TopRates(from: previous, to: quiet))
         #expect(TopLines.line(onTime).split(separator: " ").suffix(2) == ["-", "-"])
     }
+    static let cluster = """
+        {"server": "outatime-server test", "uptime_s": 61, "connections": 1, "channels": 3,
+         "cluster": {"node": "n1", "store": "jetstream", "channels_owned": 3,
+                     "nats": {"connected": true, "url": "nats://10.0.0.1:4222", "reconnects": 2,
+                              "ack_retries": 5, "lost_acks_resolved": 1}}}
+        """
+
+    @Test("cluster mode: the header names the node, a CLUSTER row shows the NATS link, reconnects and channels owned, then the server's URL and ack retries")
+    func clusterRow() throws {
+        let lines = Self.screen(try Self.sample(Self.cluster))
+        #expect(lines[0].contains(" · node n1 · up 1m01s"), "\(lines[0])")
+        let index = try #require(lines.firstIndex { $0.hasPrefix("CLUSTER") }, "\(lines.joined(separator: "\n"))")
+        #expect(lines[index].split(separator: " ") == ["CLUSTER", "up", "nats", "2", "reconnects", "3", "owned"], "\(lines[index])")
+        #expect(lines[index + 1].trimmingCharacters(in: .whitespaces) == "nats://10.0.0.1:4222 · ack retries 5")
+        #expect(lines[index - 1].hasPrefix("TICKS") && lines[index + 2].hasPrefix("PROCESS"), "between the store's readings and the process")
+    }
+
+    @Test("cluster mode with the link down: DOWN, and a line naming the server and for how long")
+    func clusterLinkDown() throws {
+        let down = Self.cluster.replacingOccurrences(of: #""connected": true"#, with: #""connected": false, "down_since": "2026-11-27T20:41:03Z", "down_s": 12"#)
+        let lines = Self.screen(try Self.sample(down))
+        let index = try #require(lines.firstIndex { $0.hasPrefix("CLUSTER") }, "\(lines.joined(separator: "\n"))")
+        #expect(lines[index].split(separator: " ").prefix(3) == ["CLUSTER", "DOWN", "nats"], "\(lines[index])")
+        #expect(lines[index + 1].trimmingCharacters(in: .whitespaces)
+            == "NATS link to nats://10.0.0.1:4222 down for 12 s: commands fail until it is back", "\(lines[index + 1])")
+    }
+
+    @Test("a single server: no node in the header, no CLUSTER row; --json passes cluster through only when present")
+    func singleServer() throws {
+        let lines = Self.screen(try Self.sample(Self.late))
+        #expect(!lines[0].contains("node") && !lines.contains { $0.hasPrefix("CLUSTER") || $0.contains("NATS") },
+                "\(lines.joined(separator: "\n"))")
+        let previous = try Self.sample(#"{"uptime_s": 60}"#)
+        var single = try Self.sample(Self.late)
+        single.atMs = 2_000
+        #expect(!TopLines.json(try #require(TopRates(from: previous, to: single))).contains("cluster"))
+        var clustered = try Self.sample(Self.cluster)
+        clustered.atMs = 2_000
+        #expect(TopLines.json(try #require(TopRates(from: previous, to: clustered))).contains(#""node":"n1""#))
+    }
 }

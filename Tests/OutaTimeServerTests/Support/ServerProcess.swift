@@ -119,6 +119,23 @@ final class ServerProcess {
         return nil
     }
 
+    /// Reads stdout until every listener named in `prefixes` (`""` for the
+    /// protocol's, `"http "`, `"tls "`) announced its `…listening on
+    /// HOST:PORT` line, in whatever order; returns prefix → port, or nil.
+    func awaitListeners(_ prefixes: Set<String>, timeout: Double = 30) -> [String: Int]? {
+        let deadline = Date().addingTimeInterval(timeout)
+        var ports: [String: Int] = [:]
+        for _ in 0..<100 where ports.count < prefixes.count {
+            let remaining = deadline.timeIntervalSinceNow
+            guard remaining > 0, let line = readLine(timeout: remaining),
+                  let marker = line.range(of: "listening on "),
+                  let port = Int(line[line.index(after: line.lastIndex(of: ":") ?? line.startIndex)...]) else { continue }
+            let prefix = String(line[..<marker.lowerBound])
+            if prefixes.contains(prefix) { ports[prefix] = port }
+        }
+        return ports.count == prefixes.count ? ports : nil
+    }
+
     /// Sends `signal` to the process.
     func send(signal: Int32) {
         kill(process.processIdentifier, signal)

@@ -26,6 +26,8 @@ struct TopBoard {
         "busiest        channels by events/s (from list: the first 1000 by name)",
         "slowest        channels by their worst tick lateness over the last 10–20 s",
         "               (from stats, at most 5), with their ticks built > 50 ms late",
+        "cluster        (cluster mode) the store's NATS link: up or DOWN, times it",
+        "               came back, channels this node owns; its server, publishes retried",
         "",
         "?  show or hide this help (any key hides it)    q, Ctrl-C  quit",
         "Colours: off when NO_COLOR is set (no-color.org).",
@@ -71,8 +73,9 @@ enum TopRender {
                       width: Int, height: Int) -> [String] {
         let server = sample?.stats["server"]?.text ?? "?"
         let up = sample.map { " · up " + TopFormat.uptime($0.int("uptime_s")) } ?? ""
+        let node = sample?.cluster.map { " · node " + DisplayWidth.sanitized($0.node) } ?? ""
         var out = [ANSI.inverse + ANSI.bold + " OutaTime top " + ANSI.reset
-            + " \(board.server) · \(DisplayWidth.sanitized(server))\(up) · every \(TopFormat.rate(board.intervalS)) s · \(board.connection)"]
+            + " \(board.server) · \(DisplayWidth.sanitized(server))\(node)\(up) · every \(TopFormat.rate(board.intervalS)) s · \(board.connection)"]
         out.append("")
         func row(_ label: String, _ cells: [(String, String)]) -> String {
             ANSI.bold + DisplayWidth.fit(label, 13) + ANSI.reset
@@ -101,6 +104,21 @@ enum TopRender {
                                      ("late/s", TopFormat.rate(r?.perSecond("ticks_late"))),
                                      ("tick late", TopFormat.ms(r?.tickLatenessMs)),
                                      ("max late", "\(sample.int("tick_lateness_max_ms")) ms")]))
+            if let cluster = sample.cluster {
+                // Cluster mode only: the store's NATS link; a line in red while it is down.
+                let link = cluster.natsConnected.map { $0 ? "up" : "DOWN" } ?? "—"
+                out.append(row("CLUSTER", [("nats", link), ("reconnects", cluster.natsReconnects.map { "\($0)" } ?? "—"),
+                                           ("owned", "\(cluster.channelsOwned)")]))
+                let url = cluster.natsURL.map { DisplayWidth.sanitized($0) } ?? "no NATS link reported"
+                if cluster.natsConnected == false {
+                    let down = cluster.downSeconds.map { " for \($0) s" } ?? ""
+                    out.append(String(repeating: " ", count: 13) + ANSI.red + ANSI.bold + "NATS link to \(url) down\(down): "
+                        + "commands fail until it is back" + ANSI.reset)
+                } else {
+                    let retries = cluster.ackRetries.map { " · ack retries \($0)" } ?? ""
+                    out.append(String(repeating: " ", count: 13) + ANSI.dim + url + retries + ANSI.reset)
+                }
+            }
             out.append(row("PROCESS", [("memory", TopFormat.bytes(Double(sample.int("rss_bytes")))),
                                        ("conflated/s", TopFormat.rate(r?.perSecond("ticks_conflated"))),
                                        ("deferred/s", TopFormat.rate(r?.perSecond("reads_deferred")))]))
@@ -214,6 +232,7 @@ enum TopLines {
             fields[counter + "_per_s"] = .double(rates.perSecond(counter))
         }
         fields["slowest_channels"] = s.stats["slowest_channels"] ?? .null
+        if let cluster = s.stats["cluster"] { fields["cluster"] = cluster }
         return Output.jsonLine(JSONValue.object(fields))
     }
 }

@@ -18,11 +18,37 @@ struct TopSample {
         return (try? JSONDecoder().decode([SlowChannel].self, from: JSONEncoder().encode(entries))) ?? []
     }
 
+    /// `cluster` (cluster mode): the node and its NATS link; nil from a
+    /// single server.
+    var cluster: TopCluster? {
+        guard let cluster = stats["cluster"], let node = cluster["node"]?.text else { return nil }
+        let nats = cluster["nats"]
+        func int(_ value: JSONValue?) -> Int? { value?.number.map { Int($0) } }
+        var connected: Bool?
+        if case .bool(let value)? = nats?["connected"] { connected = value }
+        return TopCluster(node: node, channelsOwned: int(cluster["channels_owned"]) ?? 0, natsConnected: connected,
+                          natsURL: nats?["url"]?.text, natsReconnects: int(nats?["reconnects"]),
+                          downSeconds: int(nats?["down_s"]), ackRetries: int(nats?["ack_retries"]))
+    }
+
     /// Whether `later` continues this reading's counters (not a restarted server).
     func isContinued(by later: TopSample) -> Bool {
         later.int("uptime_s") >= int("uptime_s") && later.int("connections_accepted") >= int("connections_accepted")
             && later.int("events_committed") >= int("events_committed")
     }
+}
+
+/// `stats`' `cluster` object as `top` shows it.
+struct TopCluster: Equatable {
+    var node: String
+    var channelsOwned: Int
+    /// Nil when the store reports no link.
+    var natsConnected: Bool?
+    var natsURL: String?
+    var natsReconnects: Int?
+    /// Seconds the link has been down; nil while up.
+    var downSeconds: Int?
+    var ackRetries: Int?
 }
 
 /// Rates between two readings: what `top` shows beside the counters.
