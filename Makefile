@@ -6,7 +6,7 @@
 #
 # Variables: SWIFT (the swift driver), ARGS (extra server flags for `run`),
 # HOST, PORT, DB (where `run` listens and stores), TEST_ARGS (for `swift test`),
-# TRIALS and CRASH_ARGS (for `crash-trials`), FUZZ_SECONDS (per fuzz target, for `fuzz`),
+# TRIALS and CRASH_ARGS (for `crash-trials`), CLUSTER_ARGS (for `cluster-local`), FUZZ_SECONDS (per fuzz target, for `fuzz`),
 # PREFIX, DESTDIR and CONFIG (for `install`; the install directories below).
 
 SWIFT     ?= swift
@@ -56,7 +56,7 @@ MAN_OUT := .build/man
 
 .DEFAULT_GOAL := help
 
-.PHONY: help deps test-deps build run test test-python test-install crash-trials release man install install-files uninstall fuzz bench-peers bench-commands clean
+.PHONY: help deps test-deps build run test test-python test-install crash-trials cluster-local release man install install-files uninstall fuzz bench-peers bench-commands clean
 
 help: ## List the targets
 	@echo "OutaTime — make targets:"
@@ -126,6 +126,9 @@ test-install: ## Check `make install CONFIG=debug` into a temporary PREFIX (and 
 
 crash-trials: build ## SIGKILL the server under load TRIALS times (default 10); checks no acknowledged event is lost
 	python3 tools/crash_trials.py --server $(SERVER_BIN) --trials $(TRIALS) $(CRASH_ARGS)
+
+cluster-local: build test-deps ## Cluster mode on this machine: 3 nats-servers, one node, haproxy on 127.0.0.1:7400, until Ctrl-C (tools/cluster_local.py)
+	python3 tools/cluster_local.py --server $(SERVER_BIN) $(CLUSTER_ARGS)
 
 release: deps ## Build an optimised server (.build/release/outatime-server)
 	$(SWIFT) build -c release
