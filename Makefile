@@ -56,7 +56,7 @@ MAN_OUT := .build/man
 
 .DEFAULT_GOAL := help
 
-.PHONY: help deps test-deps build run test test-python test-install crash-trials cluster-local release man install install-files uninstall fuzz bench-peers bench-commands clean
+.PHONY: help deps test-deps build run test test-python test-install test-cluster crash-trials cluster-local release man install install-files uninstall fuzz bench-peers bench-commands clean
 
 help: ## List the targets
 	@echo "OutaTime — make targets:"
@@ -115,6 +115,7 @@ test: deps test-deps ## Build and run every test
 	$(SWIFT) test $(TEST_ARGS)
 	$(MAKE) test-python
 	$(MAKE) test-install
+	$(MAKE) test-cluster
 
 test-python: build ## Run the Python client's tests against the server
 	python3 -m unittest discover -s clients/python/tests -v
@@ -123,6 +124,9 @@ test-python: build ## Run the Python client's tests against the server
 # build directory that a running `swift test` holds.
 test-install: ## Check `make install CONFIG=debug` into a temporary PREFIX (and DESTDIR), then `make uninstall`
 	python3 -m unittest discover -s tools/tests -p 'test_install.py' -v
+
+test-cluster: build test-deps ## Check `make cluster-local` end to end: 3 nats-servers (R3), the node, haproxy with PROXY, one client through it
+	python3 -m unittest discover -s tools/tests -p 'test_cluster_local.py' -v
 
 crash-trials: build ## SIGKILL the server under load TRIALS times (default 10); checks no acknowledged event is lost
 	python3 tools/crash_trials.py --server $(SERVER_BIN) --trials $(TRIALS) $(CRASH_ARGS)
