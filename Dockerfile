@@ -10,7 +10,7 @@ ARG SWIFT_VERSION=6.3
 FROM swift:${SWIFT_VERSION}-bookworm AS build
 
 RUN apt-get update \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libuv1-dev libsqlite3-dev libssl-dev \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libuv1-dev libsqlite3-dev libssl-dev libnats-dev \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /src
@@ -35,11 +35,12 @@ RUN swift build -c release --product outatime-server --static-swift-stdlib \
  && install -D "$(swift build -c release --show-bin-path)/outatime-load" /out/outatime-load
 
 # Runtime stage: a slim Debian with the C libraries the binary links
-# (libuv, SQLite, the C++ runtime Foundation uses).
+# (libuv, SQLite, OpenSSL, libnats for cluster mode, the C++ runtime
+# Foundation uses).
 FROM debian:bookworm-slim
 
 RUN apt-get update \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libuv1 libsqlite3-0 libssl3 libstdc++6 tzdata ca-certificates \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libuv1 libsqlite3-0 libssl3 libnats3.4 libstdc++6 tzdata ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 1985 --user-group --home-dir /data --no-create-home outatime \
  && mkdir -p /data \
