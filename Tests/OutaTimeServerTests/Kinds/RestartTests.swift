@@ -200,7 +200,7 @@ struct RestartTests {
         Self.stop(second)
     }
 
-    @Test("500 running timers on 5 lists, stored only as events: after SIGKILL each comes back stopped within 2 s of its value at the kill")
+    @Test("500 running timers on 5 lists, stored only as events: after SIGKILL each comes back stopped from the last alive moment, at most 3 s above its value at the kill")
     func manyTimersComeBackFromAliveUntil() throws {
         let folder = try TemporaryFolder()
         let database = folder.path("outatime.sqlite")
@@ -222,8 +222,10 @@ struct RestartTests {
             try client.sendFrames(frames)
             for id in 1...200 { #expect(try client.readReply(id: id).isOK) }
         }
-        // Let the countdowns run past a few alive-until records.
-        Thread.sleep(forTimeInterval: 3.5)
+        // Let the countdowns run past a few alive-until records, and far
+        // enough from their start (5 s and more) that a restart which
+        // ignored alive-until (back to the started values) fails below.
+        Thread.sleep(forTimeInterval: 5.5)
         var atKill: [String: [Int: Int]] = [:]
         for list in lists {
             let timers = try client.state(list)[objects: "timers"] ?? []
@@ -242,9 +244,13 @@ struct RestartTests {
                 let before = try #require(atKill[list]?[id])
                 let remaining = try #require(timer[int: "remaining_s"])
                 #expect(timer["status"] as? String == "stopped", "\(describe([timer]))")
-                // Lost: the time since the last alive-until (about 1 s) and
-                // the whole-second rounding of stored moments (1 s).
-                #expect(remaining <= before + 1 && remaining >= before - 2, "\(list) timer \(id): \(before) at the kill, \(remaining) after")
+                // PROTOCOL §14.3: never below the value at the crash, at most
+                // 5 s above. Here: the last alive-until is up to 1 s old at the
+                // kill (one a second), it is read 1 s early (the rebuilt base
+                // may start up to 1 s early), and whole seconds round: at most
+                // 3 above. One below: the countdown went on between this
+                // client's read and the kill.
+                #expect(remaining <= before + 3 && remaining >= before - 1, "\(list) timer \(id): \(before) at the kill, \(remaining) after")
             }
         }
         Self.stop(second)
