@@ -12,16 +12,11 @@ import OutaTimeProtocol
 /// line, so lines from threads never interleave; C1 and Unicode format
 /// characters, which the encoder leaves as they are, are written as
 /// `\uXXXX` escapes (``LogText/json(_:)``).
-public struct JSONLogHandler: LogHandler {
+public struct JSONLogHandler: LineLogHandler {
     public var logLevel: Logger.Level = .info
     public var metadata: Logger.Metadata = [:]
     private let label: String
     private let output: @Sendable (String) -> Void
-
-    /// A handler writing to standard error.
-    public static func standardError(label: String) -> JSONLogHandler {
-        JSONLogHandler(label: label) { line in FileHandle.standardError.write(Data(line.utf8)) }
-    }
 
     /// A handler giving each line (with its newline) to `output`.
     public init(label: String, output: @escaping @Sendable (String) -> Void) {
@@ -29,20 +24,14 @@ public struct JSONLogHandler: LogHandler {
         self.output = output
     }
 
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
     public func log(event: LogEvent) {
         var fields: [(String, String)] = [
-            ("ts", ISOTime.format(milliseconds: Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)))),
+            ("ts", Self.timestamp),
             ("level", event.level.rawValue),
             ("logger", label),
             ("msg", "\(event.message)"),
         ]
-        let merged = metadata.merging(event.metadata ?? [:]) { _, new in new }
-        for (key, value) in merged.sorted(by: { $0.key < $1.key }) where !["ts", "level", "logger", "msg"].contains(key) {
+        for (key, value) in sortedMetadata(of: event) where !["ts", "level", "logger", "msg"].contains(key) {
             fields.append((key, "\(value)"))
         }
         guard let line = try? MessageEncoder().text(Line(fields: fields)) else { return }

@@ -13,16 +13,11 @@ import OutaTimeProtocol
 /// message has its control and format characters escaped, so text a client
 /// chose (a name, a channel) cannot forge a field, end the line or steer a
 /// terminal. One `write` per line, so lines from threads never interleave.
-public struct TextLogHandler: LogHandler {
+public struct TextLogHandler: LineLogHandler {
     public var logLevel: Logger.Level = .info
     public var metadata: Logger.Metadata = [:]
     private let label: String
     private let output: @Sendable (String) -> Void
-
-    /// A handler writing to standard error.
-    public static func standardError(label: String) -> TextLogHandler {
-        TextLogHandler(label: label) { line in FileHandle.standardError.write(Data(line.utf8)) }
-    }
 
     /// A handler giving each line (with its newline) to `output`.
     public init(label: String, output: @escaping @Sendable (String) -> Void) {
@@ -30,16 +25,10 @@ public struct TextLogHandler: LogHandler {
         self.output = output
     }
 
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
     public func log(event: LogEvent) {
-        let time = ISOTime.format(milliseconds: Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)))
+        let time = Self.timestamp
         var line = "\(time) \(event.level) \(LogText.value(label)):"
-        let merged = metadata.merging(event.metadata ?? [:]) { _, new in new }
-        for (key, value) in merged.sorted(by: { $0.key < $1.key }) {
+        for (key, value) in sortedMetadata(of: event) {
             line += " \(LogText.value(key))=\(LogText.value("\(value)"))"
         }
         line += " [\(LogText.value(event.source))] \(LogText.message("\(event.message)"))\n"

@@ -55,7 +55,7 @@ final class HAProxy {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: {
             let log = folder.path("haproxy.log")
-            FileManager.default.createFile(atPath: log, contents: nil)
+            _ = FileManager.default.createFile(atPath: log, contents: nil)
             return log
         }()))
         try process.run()
