@@ -88,6 +88,8 @@ final class Server {
     /// The last `/metrics` text and the iteration it was rendered in.
     var renderedMetrics: (iteration: UInt64, text: String)?
     var pendingReads: [UInt64: (Result<[HistoryEvent], StoreFailure>) -> Void] = [:]
+    /// Cluster mode's `list` reads, by ticket (``readStoredChannels(_:)``).
+    var pendingChannelReads: [UInt64: (Result<[ChannelRecord], StoreFailure>) -> Void] = [:]
     /// The thread running the loop: every entry point asserts it.
     private let loopThread = pthread_self()
 
@@ -158,6 +160,8 @@ final class Server {
     /// executable runs as a `Type=notify` service (``notifyService(_:)``).
     var serviceNotifier: ServiceNotifier?
     var dirty: [Session] = []
+    /// Cluster mode's ownership, forwarding and relay (nil on a single server).
+    let cluster: ClusterNode?
 
     /// Opens the store and loads every channel; does not listen yet.
     init(config: ServerConfig, logger: Logger, clock: MonotonicClock = MonotonicClock()) throws {
@@ -193,6 +197,7 @@ final class Server {
         } else {
             self.tokens = nil
         }
+        self.cluster = config.fabric.map(ClusterNode.init)
         self.bootID = String((0..<6).map { _ in "0123456789abcdefghijklmnopqrstuvwxyz".randomElement()! })
         relay.handler = { [unowned self] message in self.handle(message) }
         if let files = config.tls {
@@ -200,7 +205,8 @@ final class Server {
             tlsFiles = files
         }
         warnAboutExposedSecretFiles("start")
-        try loadChannels()
+        // In cluster mode channels are loaded as their slots are gained.
+        if cluster == nil { try loadChannels() }
     }
 
     /// The bound addresses of ``start(handleSignals:)``.
@@ -266,6 +272,10 @@ final class Server {
         helloDelays = Scheduler<Int>(loop: loop)
         helloDelays.onDue = { [unowned self] serial, _ in self.slowedHelloDue(serial) }
         recoverChannelsAfterRestart()
+        if let fabric = cluster?.fabric {
+            let sender = inbox.sender
+            try fabric.start { event in sender.post(.cluster(event)) }
+        }
         flusher = Prepare(loop: loop)
         flusher.start { [unowned self] in
             self.reportTimeThisIteration = 0
@@ -318,6 +328,7 @@ final class Server {
     /// Runs the loop until shutdown completes; true if the loop closed cleanly.
     func runLoop() -> Bool {
         loop.run()
+        cluster?.fabric.stop()
         store.close()
         do {
             try loop.close()
@@ -492,6 +503,8 @@ final class Server {
             actOnReports()
         case .historyRead(let ticket, let result):
             pendingReads.removeValue(forKey: ticket)?(result)
+        case .channelsRead(let ticket, let result):
+            pendingChannelReads.removeValue(forKey: ticket)?(result)
         case .shutdownRequested:
             beginShutdown()
         case .reloadRequested(let answer):
@@ -509,6 +522,9 @@ final class Server {
             let until = Loop.hrtime + UInt64(milliseconds) * 1_000_000
             while Loop.hrtime < until { usleep(1000) }
             done.set(())
+        case .cluster(let event):
+            handle(event)
+            actOnReports()
         }
     }
 

@@ -26,6 +26,10 @@ public enum ErrorCode: String, Sendable, Codable, CaseIterable {
     case serverBusy = "server_busy"
     /// A server-side failure; the message says what failed.
     case `internal`
+    /// Cluster mode: the channel's owner node cannot be reached now (no
+    /// owner during a takeover, this node cut off from NATS, or no answer in
+    /// time); the message says whether the request was sent.
+    case unavailable
 
     // Channels
     /// A channel name that is not `<kind>/<name>` with a valid name.

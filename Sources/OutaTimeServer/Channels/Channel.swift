@@ -21,6 +21,9 @@ final class Channel {
     /// Sessions whose parked request runs again when the channel is ready
     /// (created, or its commits done).
     var waiters: [Session] = []
+    /// Forwarded requests (cluster mode) that run again when the channel is
+    /// ready, as ``waiters`` do.
+    var settleCallbacks: [() -> Void] = []
     /// Whose quota the channel counts against (``ChannelQuotas``); nil for
     /// a channel loaded at start.
     var creator: ChannelCreator?
@@ -39,6 +42,12 @@ final class Channel {
 
     /// The durable events applied so far (contract §4).
     var seq: Int64 { pipeline.seq }
+
+    /// Hands the waiting forwarded requests over (to run again).
+    func takeSettleCallbacks() -> [() -> Void] {
+        defer { settleCallbacks = [] }
+        return settleCallbacks
+    }
 
     /// Hands the waiting sessions over (to be resumed).
     func takeWaiters() -> [Session] {

@@ -71,6 +71,9 @@ struct CommitPipeline {
         return pipeline
     }
 
+    /// The seq of the newest committed event (``seq`` less what is in flight).
+    var committedSeq: Int64 { inFlight.first.map { $0.firstSeq - 1 } ?? seq }
+
     /// True once stored.
     var isDurable: Bool { lifecycle == .durable }
 
@@ -139,20 +142,44 @@ struct CommitPipeline {
     }
 }
 
-/// A command's reply that waits for its events' commit.
+/// A command's reply that waits for its events' commit: to a local
+/// connection (in its place in the connection's order), or, in cluster
+/// mode, to the node that forwarded the command.
 struct PendingReply {
-    let session: Session
+    enum Target {
+        /// A connection of this node, at its reserved slot.
+        case local(Session, ReplySlot)
+        /// A node that forwarded the command (``Server/answerForwarded(_:seq:body:)``).
+        case remote(ClusterRequestID)
+    }
+
+    let target: Target
     let id: RequestID?
-    let slot: ReplySlot
     /// The action's outcome, whose `result` is sent once committed.
     let outcome: ActionOutcome
+    /// The seq of the command's last event (a forwarding node sends the
+    /// reply after relaying the event).
+    let lastSeq: Int64
 
     /// Answers the command: its reply, in its place in the session's order.
-    func send() {
-        if let writable = outcome.writableReply {
-            session.fill(slot, id: id, writing: writable)
-        } else {
-            session.fill(slot, id: id, outcome.reply)
+    func send(on server: Server) {
+        switch target {
+        case .local(let session, let slot):
+            if let writable = outcome.writableReply {
+                session.fill(slot, id: id, writing: writable)
+            } else {
+                session.fill(slot, id: id, outcome.reply)
+            }
+        case .remote(let request):
+            server.answerForwarded(request, seq: lastSeq, body: server.replyBody(id: id, outcome: outcome))
+        }
+    }
+
+    /// Fails the command with `error`.
+    func fail(_ error: ProtocolError, on server: Server) {
+        switch target {
+        case .local(let session, let slot): session.fill(slot, id: id, failure: error)
+        case .remote(let request): server.answerForwarded(request, seq: nil, body: server.failureBody(id: id, error))
         }
     }
 }

@@ -3,9 +3,16 @@ import OutaTimeProtocol
 extension Server {
     /// Encodes `message` once and queues the same bytes to every subscriber
     /// of `channel` except `except`. Returns how many got it.
+    /// In cluster mode the same bytes go once to the nodes holding
+    /// watchers of the channel (`seq`: an event's; `exceptRemote`: a
+    /// remote session that must not get it).
     @discardableResult
-    func broadcast<Message: Encodable>(_ message: Message, to channel: String, except: Session? = nil) -> Int {
-        guard let (subscribers, frame) = encodedOnce(message, for: channel) else { return 0 }
+    func broadcast<Message: Encodable>(_ message: Message, to channel: String, except: Session? = nil,
+                                       seq: Int64? = nil, exceptRemote: String? = nil) -> Int {
+        let remote = hasRemoteWatchers(channel)
+        guard let (subscribers, frame) = encodedOnce(message, for: channel, remote: remote) else { return 0 }
+        if remote { relayOut(frame, channel: channel, seq: seq, except: exceptRemote) }
+        guard let subscribers else { return 0 }
         var delivered = 0
         let limit = config.outputLimitBytes
         for session in subscribers.members where session !== except && session.state.isReady {
@@ -19,7 +26,10 @@ extension Server {
     /// a watcher whose output is backed up gets only the newest
     /// (``Session/queueTick(_:channel:)``).
     func broadcastTick<Data: Encodable & Sendable>(_ data: Data, to channel: String) {
-        guard let (subscribers, frame) = encodedOnce(TickPush(channel: channel, data: data), for: channel) else { return }
+        let remote = hasRemoteWatchers(channel)
+        guard let (subscribers, frame) = encodedOnce(TickPush(channel: channel, data: data), for: channel, remote: remote) else { return }
+        if remote { relayOut(frame, channel: channel, seq: nil, except: nil) }
+        guard let subscribers else { return }
         var delivered = 0
         for session in subscribers.members where session.queueTick(frame, channel: channel) {
             delivered += 1
@@ -28,9 +38,12 @@ extension Server {
     }
 
     /// The channel's subscribers and `message` encoded once for all of
-    /// them; nil when nobody watches or the message does not encode.
-    private func encodedOnce<Message: Encodable>(_ message: Message, for channel: String) -> (SubscriberList, Frame)? {
-        guard let subscribers = subscriptions.subscribers(of: channel), subscribers.count > 0 else { return nil }
+    /// them (and for the relay when `remote`); nil when nobody watches or
+    /// the message does not encode.
+    private func encodedOnce<Message: Encodable>(_ message: Message, for channel: String,
+                                                 remote: Bool) -> (SubscriberList?, Frame)? {
+        let subscribers = subscriptions.subscribers(of: channel)
+        guard remote || (subscribers?.count ?? 0) > 0 else { return nil }
         do {
             return (subscribers, try encoder.frame(message))
         } catch {
@@ -50,11 +63,12 @@ extension Server {
     /// `presenceLimit` watchers gets a `presence` push at once (not to
     /// `except`); a crowded one gets a summary per `presenceIntervalMs` (see
     /// ``PresenceSummary``), so mass subscribes stay linear.
-    func broadcastPresence(channel: String, joined: [Watcher], left: [Watcher], except: Session?) {
-        let watcherCount = subscriptions.subscriberCount(of: channel)
+    func broadcastPresence(channel: String, joined: [Watcher], left: [Watcher], except: Session?,
+                           exceptRemote: String? = nil) {
+        let watcherCount = watcherCount(of: channel)
         if watcherCount <= config.presenceLimit, gatheredPresence[channel] == nil {
             broadcast(PresencePush(channel: channel, joined: joined, left: left, watcherCount: watcherCount),
-                      to: channel, except: except)
+                      to: channel, except: except, exceptRemote: exceptRemote ?? except?.id)
             return
         }
         let summary: PresenceSummary
@@ -78,7 +92,7 @@ extension Server {
         let gathered = gatheredPresence
         gatheredPresence = [:]
         for (channel, summary) in gathered.sorted(by: { $0.key < $1.key }) where summary.hasChanges {
-            broadcast(summary.push(channel: channel, watcherCount: subscriptions.subscriberCount(of: channel)),
+            broadcast(summary.push(channel: channel, watcherCount: watcherCount(of: channel)),
                       to: channel)
         }
     }

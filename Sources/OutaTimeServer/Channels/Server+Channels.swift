@@ -29,16 +29,22 @@ extension Server {
     /// created ``ServerConfig/maxChannelsPerToken`` of the channels held,
     /// `server_busy` when the server holds ``ServerConfig/maxChannels``.
     func openChannel(_ name: ChannelName, for session: Session) throws(ProtocolError) -> Channel {
+        try openChannel(name, creator: session.channelCreator,
+                        who: session.credential.map { "token '\($0.name)'" } ?? "this connection")
+    }
+
+    /// ``openChannel(_:for:)`` for a creator `who` names in a refusal; a
+    /// nil creator (a session of another node, in cluster mode) counts
+    /// against no quota.
+    func openChannel(_ name: ChannelName, creator: ChannelCreator?, who: String) throws(ProtocolError) -> Channel {
         let key = name.description
         if let channel = channels[key] {
             if channel.reloadFailure != nil { try reloadBeforeUse(channel) }
             return channel
         }
-        let creator = session.channelCreator
         let quota = config.maxChannelsPerToken
-        guard quota == 0 || channelQuotas.count(of: creator) < quota else {
+        if let creator, quota > 0, channelQuotas.count(of: creator) >= quota {
             counters.channelsOverQuota += 1
-            let who = session.credential.map { "token '\($0.name)'" } ?? "this connection"
             throw ProtocolError(.quotaExceeded,
                 "cannot create channel '\(key)': \(who) created \(quota) of the channels the server holds, "
                     + "its maximum (--max-channels-per-token \(quota)); existing channels can still be used, and "
@@ -55,7 +61,7 @@ extension Server {
         let state = name.kind.initialState(now: clock.now)
         let channel = Channel(name: name, state: state, pipeline: .creating())
         channel.creator = creator
-        channelQuotas.created(by: creator)
+        if let creator { channelQuotas.created(by: creator) }
         channels[key] = channel
         let record = ChannelRecord(name: key, kind: name.kind.rawValue, seq: 0, state: state.jsonText())
         submit([.createChannel(record)], for: .creation(channel))
@@ -76,6 +82,7 @@ extension Server {
             logger.debug("channel created", metadata: ["channel": "\(channel.key)"])
         }
         for session in channel.takeWaiters() { resume(session, failing: error) }
+        for callback in channel.takeSettleCallbacks() { callback() }
     }
 
     /// Notes that `channel` may have become idle and empty (its last
@@ -88,7 +95,7 @@ extension Server {
     /// in flight or waiting, no subscriber, no clock.
     private func isIdleAndEmpty(_ channel: Channel) -> Bool {
         channel.seq == 0 && channel.pipeline.isDurable && channel.pipeline.isSettled && channel.waiters.isEmpty
-            && channel.ticks == nil && subscriptions.subscriberCount(of: channel.key) == 0
+            && channel.ticks == nil && watcherCount(of: channel.key) == 0 && channel.settleCallbacks.isEmpty
     }
 
     /// Forgets the channels that have been idle and empty for

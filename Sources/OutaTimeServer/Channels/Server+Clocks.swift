@@ -78,7 +78,7 @@ extension Server {
         guard let channel = channels[key] else { return }
         commitSystemEvents(channel.state.release(session: session.id, at: clock.now), on: channel)
         replanClock(channel)
-        if subscriptions.subscriberCount(of: key) == 0 { noteMaybeIdle(channel) }
+        if watcherCount(of: key) == 0 { noteMaybeIdle(channel) }
     }
 
     /// The store key of the last moment the server is known to have run.

@@ -64,20 +64,21 @@ extension Server {
             let error = ProtocolError(.internal, "could not store the events of '\(channel.key)': \(failure)")
             var failed = [batch]
             if needsReload, let unsent = reload(channel) { failed.append(unsent) }
-            for reply in failed.flatMap(\.replies) { reply.session.fill(reply.slot, id: reply.id, failure: error) }
+            for reply in failed.flatMap(\.replies) { reply.fail(error, on: self) }
         } else {
             let batch = channel.pipeline.committed()
             counters.eventsCommitted += batch.events.count
             // Pushes are built only for a channel that has watchers now (a
             // command's issuer often has none), around the data text the
             // store got. The issuer gets its event before its reply.
-            if subscriptions.subscriberCount(of: channel.key) > 0 {
+            if subscriptions.subscriberCount(of: channel.key) > 0 || hasRemoteWatchers(channel.key) {
                 for (offset, event) in batch.events.enumerated() {
                     broadcast(EventMessage(channel: channel.key, seq: batch.firstSeq + Int64(offset), event: event.name,
-                                           data: event.json, at: batch.times[offset]), to: channel.key)
+                                           data: event.json, at: batch.times[offset]), to: channel.key,
+                              seq: batch.firstSeq + Int64(offset))
                 }
             }
-            for reply in batch.replies { reply.send() }
+            for reply in batch.replies { reply.send(on: self) }
         }
         // A tick series starts only once memory equals storage: with later
         // batches in flight the state may hold an event not yet committed
@@ -85,6 +86,7 @@ extension Server {
         replanClock(channel, startingTicks: channel.pipeline.isSettled)
         if channel.pipeline.isSettled {
             for session in channel.takeWaiters() { resume(session) }
+            for callback in channel.takeSettleCallbacks() { callback() }
         }
     }
 

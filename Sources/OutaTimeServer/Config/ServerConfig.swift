@@ -16,6 +16,14 @@ public struct ServerConfig: Sendable {
     /// In cluster mode, this node's name (`--node`): sent in `hello` as
     /// `node`, shown by `stats` and `/metrics`. Nil on a single server.
     public var node: String? = nil
+    /// In cluster mode, ownership, forwarding and the relay of pushes
+    /// between nodes (``ClusterFabric``); nil on a single server. Started
+    /// by the server before it listens, stopped after its loop ends.
+    public var fabric: (any ClusterFabric)? = nil
+    /// In cluster mode, how long a request forwarded to a channel's owner
+    /// waits for its answer before it fails with `unavailable` (longer than
+    /// a takeover, 1.5–2 s, shorter than clients' usual timeouts).
+    public var clusterForwardTimeoutMs = 5_000
     /// Clients must send a frame at least this often; silence for twice as
     /// long closes the connection with `idle_timeout`.
     public var heartbeatMs = 15_000

@@ -192,6 +192,12 @@ extension Server {
             if let outage = store.status.outage {
                 return HTTPResponse(status: .serviceUnavailable, body: "not ready: \(outage): the store cannot write\n")
             }
+            if let cluster {
+                guard let ownership = cluster.ownership, ownership.ready, !ownership.fenced else {
+                    return HTTPResponse(status: .serviceUnavailable,
+                                        body: "not ready: cluster membership \(cluster.ownership?.fenced == true ? "fenced (its lease lapsed)" : "not caught up yet")\n")
+                }
+            }
             return HTTPResponse(status: .ok, body: "ready\n")
         default:
             return HTTPResponse(status: .notFound, body: "no route \(head.path.prefix(100)); routes: /metrics, /healthz, /readyz\n")

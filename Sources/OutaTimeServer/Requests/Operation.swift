@@ -14,6 +14,20 @@ enum Operation: String, CaseIterable {
         }
     }
 
+    /// How it travels to a channel's owner in cluster mode; nil for
+    /// operations that name no channel.
+    var forwarded: ForwardedRequest.Operation? {
+        switch self {
+        case .subscribe: .subscribe
+        case .unsubscribe: .unsubscribe
+        case .get: .get
+        case .history: .history
+        case .command: .command
+        case .publish: .publish
+        case .hello, .ping, .list, .stats: nil
+        }
+    }
+
     static let allowedList = allCases.map(\.rawValue).joined(separator: ", ")
 
     /// The operation named `name`, by one hash lookup: `init(rawValue:)`
@@ -59,6 +73,10 @@ extension Server {
             return .replied
         }
         do {
+            if let cluster, let forwarded = operation.forwarded,
+               let handled = try routeToOwner(forwarded, request, on: session, cluster) {
+                return handled
+            }
             switch operation {
             case .hello: return try hello(request, on: session)
             case .ping:
@@ -139,7 +157,11 @@ extension Server {
             requestRatePauses: counters.requestRatePauses,
             maxRequestsPerSecond: config.maxRequestsPerSecond,
             rssBytes: StatsResult.residentBytes(),
-            cluster: config.node.map { ClusterStats(node: $0, status: store.status, channelsOwned: durableChannels) }
+            cluster: config.node.map { node in
+                var stats = ClusterStats(node: node, status: store.status, channelsOwned: durableChannels)
+                if let cluster { stats.add(cluster, channels: channels.values.filter(\.pipeline.isDurable).map(\.key)) }
+                return stats
+            }
         )
     }
 }

@@ -50,7 +50,8 @@ extension Server {
             session.reply(request.id, outcome.reply)
             return .replied
         }
-        let reply = PendingReply(session: session, id: request.id, slot: session.requests.reserve(), outcome: outcome)
+        let reply = PendingReply(target: .local(session, session.requests.reserve()), id: request.id, outcome: outcome,
+                                 lastSeq: channel.seq + Int64(outcome.events.count))
         commit(outcome.events, on: channel, at: context.now, reply: reply)
         return .pending
     }

@@ -1,3 +1,5 @@
+import Foundation
+import OutaTimeStore
 import OutaTimeDomain
 import OutaTimeProtocol
 
@@ -57,8 +59,8 @@ extension Server {
     private func subscribeResult(_ channel: Channel, session: Session, recovered: Bool?,
                                  events: [HistoryEvent]?) -> SubscribeReply<RawJSON> {
         SubscribeReply(channel: channel.key, kind: channel.name.kind, seq: channel.seq,
-                       watchers: subscriptions.watchers(of: channel.key, limit: config.presenceLimit, first: session),
-                       watcherCount: subscriptions.subscriberCount(of: channel.key),
+                       watchers: watcherList(of: channel.key, limit: config.presenceLimit, first: session),
+                       watcherCount: watcherCount(of: channel.key),
                        state: recovered == true ? nil : wireState(of: channel),
                        recovered: recovered, events: events)
     }
@@ -130,16 +132,66 @@ extension Server {
         let limit = try request.optionalInt("limit", in: 1...Int64(Self.listLimitMax)).map(Int.init) ?? Self.listLimitMax
         let pageSize = min(limit, listEntriesPerFrame)
         let scope = session.scope
+        if cluster != nil {
+            return listStored(kind: kind, after: after, pageSize: pageSize, request, on: session)
+        }
         let matching = channels.values
             .filter { $0.pipeline.isDurable && (kind == nil || $0.name.kind == kind) && scope.allows($0.name)
                 && (after == nil || $0.key > after!) }
             .sorted { $0.key < $1.key }
         let page = matching.prefix(pageSize)
         let summaries = page.map { ChannelSummary(channel: $0.key, kind: $0.name.kind, seq: $0.seq,
-                                                  watchers: subscriptions.subscriberCount(of: $0.key)) }
+                                                  watchers: watcherCount(of: $0.key)) }
         let next = matching.count > pageSize ? page.last?.key : nil
         session.reply(request.id, ListResult(channels: summaries, next: next))
         return .replied
+    }
+
+    /// Cluster mode's `list`: the channels are spread over the nodes, so
+    /// the page comes from the store (read off the loop); this node's own
+    /// channels show their seq and watchers from memory, others their
+    /// stored seq and this node's watchers of them.
+    private func listStored(kind: ChannelKind?, after: String?, pageSize: Int, _ request: Request,
+                            on session: Session) -> Handled {
+        let scope = session.scope
+        let slot = session.requests.reserve()
+        readStoredChannels { [unowned self] result in
+            switch result {
+            case .success(let records):
+                let matching = records
+                    .compactMap { record -> (String, ChannelName, Int64)? in
+                        guard let name = try? ChannelName.parse(record.name),
+                              (kind == nil || name.kind == kind) && scope.allows(name) && (after == nil || record.name > after!) else { return nil }
+                        return (record.name, name, self.channels[record.name]?.pipeline.committedSeq ?? record.seq)
+                    }
+                    .sorted { $0.0 < $1.0 }
+                let page = matching.prefix(pageSize)
+                let summaries = page.map { ChannelSummary(channel: $0.0, kind: $0.1.kind, seq: $0.2, watchers: self.watcherCount(of: $0.0)) }
+                session.fill(slot, id: request.id, ListResult(channels: summaries, next: matching.count > pageSize ? page.last?.0 : nil))
+            case .failure(let failure):
+                session.fill(slot, id: request.id, failure: ProtocolError(.internal, "could not list the stored channels: \(failure)"))
+            }
+            self.readAnswered(slot, on: session)
+        }
+        return .reading(slot)
+    }
+
+    /// Reads every stored channel off the loop; `completion` runs on it.
+    func readStoredChannels(_ completion: @escaping (Result<[ChannelRecord], StoreFailure>) -> Void) {
+        nextTicket += 1
+        let ticket = nextTicket
+        pendingChannelReads[ticket] = completion
+        let store = self.store
+        let sender = inbox.sender
+        DispatchQueue.global().async {
+            let result: Result<[ChannelRecord], StoreFailure>
+            do {
+                result = .success(try store.loadChannels())
+            } catch {
+                result = .failure(StoreFailure(error))
+            }
+            sender.post(.channelsRead(ticket: ticket, result))
+        }
     }
 
     /// `list`'s largest (and default) `limit`.
@@ -191,7 +243,7 @@ extension Server {
         }
         counters.messagesPublished += 1
         let delivered = broadcast(MessagePush(channel: key, from: session.watcher, data: data), to: key)
-        session.reply(request.id, PublishResult(delivered: delivered))
+        session.reply(request.id, PublishResult(delivered: delivered + (cluster?.remoteCount(of: key) ?? 0)))
         return .replied
     }
 }

@@ -8,6 +8,8 @@ enum ServerMessage: Sendable {
     case committed([StoreCommit])
     /// A history read finished.
     case historyRead(ticket: UInt64, Result<[HistoryEvent], StoreFailure>)
+    /// Cluster mode: every stored channel was read, for `list`.
+    case channelsRead(ticket: UInt64, Result<[ChannelRecord], StoreFailure>)
     /// SIGINT/SIGTERM or ``ServerHandle/shutdown()``.
     case shutdownRequested
     /// ``ServerHandle/reload()``: reload, then answer with the report.
@@ -17,4 +19,6 @@ enum ServerMessage: Sendable {
     /// ``ServerHandle/blockLoop(milliseconds:)`` (tests): keep the loop
     /// busy this long, then say so.
     case blockLoop(milliseconds: Int, OneShot<Void>)
+    /// Cluster mode: what the fabric learnt (``ClusterFabric``).
+    case cluster(ClusterFabricEvent)
 }

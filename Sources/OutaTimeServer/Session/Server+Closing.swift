@@ -68,7 +68,16 @@ extension Server {
     /// Removes every subscription of `session` and tells the remaining
     /// watchers it left (also after an abrupt disconnect).
     func detach(_ session: Session) {
-        for channel in subscriptions.removeAll(of: session) {
+        var left = subscriptions.removeAll(of: session)
+        if let cluster {
+            // Channels owned elsewhere: their owners announce the leave.
+            let relayed = left.filter { cluster.relays[$0] != nil }
+            if !relayed.isEmpty {
+                leaveRelayed(session, channels: relayed)
+                left.removeAll { relayed.contains($0) }
+            }
+        }
+        for channel in left {
             broadcastPresence(channel: channel, joined: [], left: [session.watcher], except: nil)
             release(session, from: channel)
         }
@@ -101,6 +110,7 @@ extension Server {
         sweepProxyHeaderWaits(now: now)
         if case .running = phase { forgetIdleChannels(now: now) }
         throttle.forgetExpired(now: now)
+        sweepRelays(now: now)
         if case .draining = phase { checkDrained() }
     }
 

@@ -298,6 +298,10 @@ final class Session {
         fill(slot, id.flatMap { encoded(ReplyError(id: $0, error: failure)) })
     }
 
+    /// Answers a reserved reply with a frame already encoded (a forwarded
+    /// request's answer), or with nothing (a request without `id`).
+    func fill(_ slot: ReplySlot, frame: Frame?) { fill(slot, frame) }
+
     private func fill(_ slot: ReplySlot, _ frame: Frame?) {
         guard !isSealed, state.isOpen else { return }
         for ready in requests.fill(slot, with: frame) { send(ready) }
