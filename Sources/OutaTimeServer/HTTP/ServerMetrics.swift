@@ -128,7 +128,23 @@ final class ServerMetrics {
         gauge("outatime_cluster_node_info", 1, labels: [("node", cluster.node), ("store", cluster.store)],
               help: "This node in cluster mode: its name (--node) and store backend (always 1)")
         gauge("outatime_cluster_channels_owned", cluster.channelsOwned,
-              help: "Channels this node owns (until slot ownership lands: every channel it holds)")
+              help: "Channels this node owns and holds in memory")
+        if let slots = cluster.slotsOwned {
+            gauge("outatime_cluster_slots_owned", slots, help: "Slots of the 256 this node owns (0 while fenced)")
+            gauge("outatime_cluster_fenced", cluster.fenced == true ? 1 : 0,
+                  help: "1 while this node's lease has lapsed (it owns nothing and refuses to act as an owner)")
+            gauge("outatime_cluster_live_nodes", cluster.liveNodes?.count ?? 0, help: "Nodes this node takes for alive, itself included")
+            counter("outatime_cluster_forwarded_total", cluster.forwarded ?? 0, help: "Requests forwarded to the owner of their channel")
+            counter("outatime_cluster_forward_failures_total", cluster.forwardFailures ?? 0,
+                    help: "Forwarded requests that got no answer (not delivered, or no answer in time)")
+            counter("outatime_cluster_forwarded_served_total", cluster.forwardedServed ?? 0,
+                    help: "Requests other nodes forwarded to this node as their channel's owner")
+            gauge("outatime_cluster_relays", cluster.relays ?? 0, help: "Channels owned elsewhere relayed to this node's subscribers")
+            counter("outatime_cluster_relayed_pushes_total", cluster.relayedPushes ?? 0, help: "Pushes received from owners and relayed")
+            counter("outatime_cluster_relay_gap_fills_total", cluster.relayGapFills ?? 0,
+                    help: "Gaps in relayed events filled by reading the store")
+            gauge("outatime_cluster_remote_watchers", cluster.remoteWatchers ?? 0, help: "Watchers other nodes hold on this node's channels")
+        }
         guard let nats = cluster.nats else { return }
         gauge("outatime_cluster_nats_connected", nats.connected ? 1 : 0,
               help: "1 while the store's NATS link is up, 0 while it is down (libnats reconnecting) or closed")
