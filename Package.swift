@@ -119,7 +119,7 @@ let package = Package(
         // Starts real nats-server processes (one, or a 3-node cluster) for the NATS tests.
         .target(name: "NATSTestSupport", dependencies: ["NATS"], path: "Tests/NATSTestSupport"),
         .testTarget(name: "NATSTests", dependencies: ["NATS", "NATSTestSupport"]),
-        .testTarget(name: "OutaTimeClusterTests", dependencies: ["OutaTimeCluster", "OutaTimeStore", "OutaTimeStoreConformance", "NATS", "NATSTestSupport"]),
+        .testTarget(name: "OutaTimeClusterTests", dependencies: ["OutaTimeCluster", "OutaTimeServer", "OutaTimeStore", "OutaTimeStoreConformance", "NATS", "NATSTestSupport"]),
         .testTarget(name: "UVTests", dependencies: ["UV", "OutaTimeTestKit"]),
         .testTarget(name: "OutaTimeProtocolTests", dependencies: ["OutaTimeProtocol", "OutaTimeTestKit"]),
         .testTarget(
