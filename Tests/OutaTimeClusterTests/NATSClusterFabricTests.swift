@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import NATS
 import NATSTestSupport
@@ -136,6 +137,54 @@ struct NATSClusterFabricTests {
         #expect(stats.timeouts == 3)
         #expect(stats.unreachable == 3)
         print("fabric request/reply: \(count) round trips in \(roundTrips), timeout after \(waited), stats \(stats)")
+    }
+
+    @Test("exactly one answer per send when timeouts race replies (half with 0–3 ms timeouts, sends from 4 threads)")
+    func timeoutsRaceReplies() throws {
+        let server = try NATSServerProcess.start()
+        defer { server.stop() }
+        let (a, b) = try Self.pair(server) { request in request.payload }
+        defer { a.fabric.stop(); b.fabric.stop() }
+        let count = 2000
+        DispatchQueue.concurrentPerform(iterations: 4) { lane in
+            for index in stride(from: lane, to: count, by: 4) {
+                // Odd tickets race their reply (0–3 ms); even ones wait long enough to be answered.
+                a.fabric.send(Array("\(index)".utf8), to: "b", ticket: UInt64(index), timeoutMs: index % 2 == 0 ? 5000 : (index / 2) % 4)
+            }
+        }
+        let answers = a.answers.wait(for: count, timeout: .seconds(10))
+        #expect(answers.count == count)
+        #expect(Set(answers.map(\.ticket)).count == count)
+        for answer in answers {
+            if case .success(let payload) = answer.result { #expect(payload == Array("\(answer.ticket)".utf8)) }
+        }
+        // Every reply came back, matched or late; nothing more is delivered.
+        #expect(poll(timeout: .seconds(5)) { let stats = a.fabric.stats; return stats.answered + stats.lateReplies == count })
+        #expect(a.answers.wait(for: count + 1, timeout: .milliseconds(300)).count == count)
+        let stats = a.fabric.stats
+        #expect(stats.answered + stats.timeouts == count)
+        #expect(stats.answered >= count / 2)
+        for answer in answers where answer.ticket % 2 == 0 {
+            #expect((try? answer.result.get()) != nil, "ticket \(answer.ticket): \(answer.result)")
+        }
+        print("fabric race: \(stats.answered) answered, \(stats.timeouts) timed out, \(stats.lateReplies) late replies dropped")
+    }
+
+    @Test("the NATS link down: a send fails at once with unreachable, not after its timeout")
+    func linkDown() throws {
+        let server = try NATSServerProcess.start()
+        let (a, b) = try Self.pair(server)
+        defer { a.fabric.abandon(); b.fabric.abandon() }
+        server.stop()
+        #expect(poll(timeout: .seconds(5)) { !a.fabric.isConnected })
+        let sent = ContinuousClock.now
+        a.fabric.send(Array("x".utf8), to: "b", ticket: 7, timeoutMs: 10_000)
+        let answers = a.answers.wait(for: 1, timeout: .seconds(2))
+        #expect(ContinuousClock.now - sent < .seconds(1))
+        #expect(answers.count == 1)
+        #expect(answers.first.map { if case .failure(.unreachable(node: "b", _)) = $0.result { true } else { false } } == true)
+        // The lease lapses without heartbeats.
+        #expect(poll(timeout: .seconds(5)) { !a.fabric.mayOwn })
     }
 
     @Test("follow/publish: 1,000 pushes arrive in order with seq, except and from; an unfollowed or never followed channel delivers nothing")

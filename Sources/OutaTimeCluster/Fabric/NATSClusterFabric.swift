@@ -227,6 +227,10 @@ public final class NATSClusterFabric: ClusterFabric {
     /// The fabric's counters.
     public var stats: ClusterFabricStats { counters.snapshot }
 
+    /// Whether the NATS link is up (libnats' disconnected / reconnected /
+    /// closed callbacks). While it is down, sends fail at once.
+    public var isConnected: Bool { link.up.load(ordering: .acquiring) }
+
     /// The channels followed now, sorted.
     public var followedChannels: [String] { subscriptions.withLock { $0.follows.keys.sorted() } }
 
