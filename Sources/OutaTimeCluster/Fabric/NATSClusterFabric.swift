@@ -122,13 +122,18 @@ public final class NATSClusterFabric: ClusterFabric {
             phase.withLock { $0 = .created }
             throw error
         }
+        // A stop() that came meanwhile (it should not: start comes first) wins.
+        guard phase.withLock({ phase in
+            guard phase == .starting else { return false }
+            phase = .started
+            return true
+        }) else { return }
         subscriptions.withLock { state in
             state.live = true
             for (channel, follow) in state.follows where follow.subscription == nil {
                 state.follows[channel]?.subscription = subscribe(push: channel, active: follow.active)
             }
         }
-        phase.withLock { $0 = .started }
     }
 
     private func subscribeRequestsAndReplies() throws(NATSError) {
