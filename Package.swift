@@ -39,8 +39,16 @@ let package = Package(
             providers: [.apt(["libnats-dev"])]
         ),
         .target(name: "NATS", dependencies: ["CNats"]),
-        // Cluster mode: the JetStream-backed DurableStore (more to come: membership, router, relay).
-        .target(name: "OutaTimeCluster", dependencies: ["NATS", "OutaTimeStore"]),
+        // Cluster mode: the JetStream-backed DurableStore, membership and the ClusterFabric on core NATS.
+        .target(
+            name: "OutaTimeCluster",
+            dependencies: [
+                // OutaTimeServer for the ClusterFabric seam NATSClusterFabric implements (it does not depend on this module).
+                "NATS", "OutaTimeStore", "OutaTimeServer",
+                // Heap: the fabric's send deadlines.
+                .product(name: "HeapModule", package: "swift-collections"),
+            ]
+        ),
         .target(name: "OutaTimeProtocol"),
         .target(
             name: "OutaTimeDomain",
@@ -111,7 +119,7 @@ let package = Package(
         // Starts real nats-server processes (one, or a 3-node cluster) for the NATS tests.
         .target(name: "NATSTestSupport", dependencies: ["NATS"], path: "Tests/NATSTestSupport"),
         .testTarget(name: "NATSTests", dependencies: ["NATS", "NATSTestSupport"]),
-        .testTarget(name: "OutaTimeClusterTests", dependencies: ["OutaTimeCluster", "OutaTimeStore", "OutaTimeStoreConformance", "NATS", "NATSTestSupport"]),
+        .testTarget(name: "OutaTimeClusterTests", dependencies: ["OutaTimeCluster", "OutaTimeServer", "OutaTimeStore", "OutaTimeStoreConformance", "NATS", "NATSTestSupport"]),
         .testTarget(name: "UVTests", dependencies: ["UV", "OutaTimeTestKit"]),
         .testTarget(name: "OutaTimeProtocolTests", dependencies: ["OutaTimeProtocol", "OutaTimeTestKit"]),
         .testTarget(
