@@ -275,6 +275,11 @@ final class Server {
         if let fabric = cluster?.fabric {
             let sender = inbox.sender
             try fabric.start { event in sender.post(.cluster(event)) }
+            if let table = fabric.awaitOwnership(timeoutMs: config.clusterStartWaitMs) {
+                handle(.ownership(table))
+            } else {
+                logger.warning("listening before every slot has an owner: requests on unowned channels fail 'unavailable' until the cluster settles (/readyz says when)", metadata: ["waited_ms": "\(config.clusterStartWaitMs)"])
+            }
         }
         flusher = Prepare(loop: loop)
         flusher.start { [unowned self] in

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Logging
 import OutaTimeCluster
 import OutaTimeServer
 
@@ -58,21 +59,28 @@ struct ClusterOptions: ParsableArguments {
     }
 
     /// Puts cluster mode into `config`: the node's name, and JetStream as the
-    /// storage, opened (after the version check and the self-test) when the
-    /// server starts.
+    /// storage, opened when the server starts (after ``join(_:config:logger:)``).
     static func apply(_ settings: ClusterSettings, to config: inout ServerConfig) {
         config.node = settings.node
         config.storage = .custom { opening in
-            let report = try ClusterBootstrap.check(settings)
-            opening.logger.info("nats cluster checked", metadata: [
-                "node": "\(settings.node)",
-                "servers": "\(report.versions.map { "\($0.url) (\($0.version))" }.joined(separator: ", "))",
-                "unreachable": "\(report.unreachable.joined(separator: ", "))",
-                "cas_self_test": "\(report.selfTest.map { "\($0.singleAccepts)/\($0.rounds) single, \($0.doubleAccepts) double" } ?? "skipped")",
-            ])
-            return try JetStreamStore(servers: settings.serverList, historyLimit: opening.historyLimit,
-                                      partitions: settings.partitions, replicas: settings.replicas,
-                                      name: "outatime-\(settings.node)", onCommit: opening.onCommit)
+            try JetStreamStore(servers: settings.serverList, historyLimit: opening.historyLimit,
+                               partitions: settings.partitions, replicas: settings.replicas,
+                               name: "outatime-\(settings.node)", onCommit: opening.onCommit)
         }
+    }
+
+    /// At start, before the server opens its store: checks the NATS servers
+    /// (version at least 2.9.21, the CAS self-test), then makes the fabric
+    /// through which the node takes its share of the slots, forwards
+    /// requests and relays pushes. Throws naming what failed.
+    static func join(_ settings: ClusterSettings, config: inout ServerConfig, logger: Logger) throws {
+        let report = try ClusterBootstrap.check(settings)
+        logger.info("nats cluster checked", metadata: [
+            "node": "\(settings.node)",
+            "servers": "\(report.versions.map { "\($0.url) (\($0.version))" }.joined(separator: ", "))",
+            "unreachable": "\(report.unreachable.joined(separator: ", "))",
+            "cas_self_test": "\(report.selfTest.map { "\($0.singleAccepts)/\($0.rounds) single, \($0.doubleAccepts) double" } ?? "skipped")",
+        ])
+        config.fabric = try NATSClusterFabric(options: ClusterFabricOptions(settings: settings))
     }
 }

@@ -351,9 +351,12 @@ struct OutaTimeServerCommand: ParsableCommand {
         }
         let logger = Logger(label: "outatime")
         ServerRunner.hardenProcess(logger: logger)
-        let config = try makeConfig()
+        var config = try makeConfig()
         let clean: Bool
         do {
+            if let cluster = try clusterOptions.settings() {
+                try ClusterOptions.join(cluster, config: &config, logger: logger)
+            }
             func announce(_ prefix: String, _ host: String, _ port: Int) {
                 let shown = host.contains(":") ? "[\(host)]" : host
                 // Unbuffered: scripts and tests wait for this line on a pipe.

@@ -69,7 +69,9 @@ struct ClusterStatusTests {
             #expect(samples["outatime_cluster_nats_lost_acks_resolved_total"] == 0)
             #expect(samples["outatime_cluster_channels_owned"] == 2)
             // No label names a channel: one series per cluster family.
-            #expect(samples.keys.filter { $0.hasPrefix("outatime_cluster_") }.count == 6, "\(samples.keys.sorted())")
+            #expect(samples["outatime_cluster_slots_owned"] == 256 && samples["outatime_cluster_fenced"] == 0
+                && samples["outatime_cluster_live_nodes"] == 1 && samples["outatime_cluster_forwarded_total"] == 0, "\(samples)")
+            #expect(samples.keys.filter { $0.hasPrefix("outatime_cluster_") }.count == 16, "\(samples.keys.sorted())")
         }
         #expect(try Self.get(http, "/healthz").status == 200)
         #expect(try Self.get(http, "/readyz").status == 200)
@@ -88,7 +90,7 @@ struct ClusterStatusTests {
         }
     }
 
-    @Test("a frozen nats-server: /healthz and /readyz 503 naming the NATS link, stats and /metrics say down, a command fails internal naming the link within seconds; all back to 200 and connected after it resumes")
+    @Test("a frozen nats-server: /healthz and /readyz 503 naming the NATS link, stats and /metrics say down, a command fails unavailable (the node fenced itself) naming the link within seconds; all back to 200 and connected after it resumes, slots reclaimed")
     func frozenNATS() throws {
         let nats = try NATSServerProcess.start()
         defer { nats.stop() }
@@ -110,22 +112,24 @@ struct ClusterStatusTests {
         let samples = try StatsFormatTests.parsePrometheus(try Self.get(http, "/metrics").body)
         #expect(samples["outatime_cluster_nats_connected"] == 0)
 
-        // A command during the outage: a coded error naming the link, not a hang.
+        // A command during the outage: a coded error naming the link, not a
+        // hang. The node's lease lapsed with its heartbeats (it fenced
+        // itself), so it refuses to act as the owner before writing.
         let started = Date()
         let refused = try client.request("command", ["channel": "laps/outage", "action": "lap", "args": [:]], timeout: 20)
         #expect(Date().timeIntervalSince(started) < 3, "the command waited \(Date().timeIntervalSince(started)) s")
-        #expect(refused.errorCode == .internal, "\(refused)")
-        #expect(refused.errorMessage?.contains("the NATS link to \(nats.url) is down") == true, "\(refused)")
+        #expect(refused.errorCode == .unavailable, "\(refused)")
+        #expect(refused.errorMessage?.contains("cut off from NATS: the NATS link to \(nats.url) is down") == true, "\(refused)")
         #expect(try client.request("ping").isOK, "the loop still answers")
-        // Memory holds the refused lap until it is read back: not shown, refused naming the cause.
         let stale = try client.request("get", ["channel": "laps/outage"])
-        #expect(stale.errorCode == .internal && stale.errorMessage?.contains("could not be read back from the store") == true
-            && stale.errorMessage?.contains("the NATS link to \(nats.url) is down") == true, "\(stale)")
+        #expect(stale.errorCode == .unavailable, "\(stale)")
+        #expect(try client.call("stats")[object: "cluster"]?["fenced"] as? Bool == true)
 
         nats.resume()
         let healthy = try Self.poll(http, "/healthz", until: 200, timeout: 20)
         #expect(healthy.status == 200 && healthy.body == "ok\n", "\(healthy)")
-        #expect(try Self.get(http, "/readyz").status == 200)
+        // Ready again once it has its slots back (it reclaims them after the fence).
+        #expect(try Self.poll(http, "/readyz", until: 200, timeout: 20).status == 200)
         let back = try #require(try client.call("stats")[object: "cluster"]?[object: "nats"])
         #expect(back["connected"] as? Bool == true && back[int: "reconnects"] == 1 && back["down_since"] == nil, "\(back)")
         let after = try StatsFormatTests.parsePrometheus(try Self.get(http, "/metrics").body)

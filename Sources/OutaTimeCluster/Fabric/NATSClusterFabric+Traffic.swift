@@ -55,12 +55,18 @@ extension NATSClusterFabric {
     }
 
     /// A message on `ot.reply.<self>.>`: the answer to a waiting send, a
-    /// late one (dropped), or NATS' "no responders" notice (dropped: the
-    /// send times out).
+    /// late one (dropped), or NATS' "no responders" notice: nobody serves
+    /// the node (it died, or never was), so the request was not delivered
+    /// and the send fails at once with `unreachable` rather than wait out
+    /// its timeout (a takeover then costs the client one quick retry).
     func received(reply message: NATSMessage) {
         guard let ticket = FabricSubjects.ticket(ofReply: message.subject) else { return }
         if message.data.isEmpty, message.headers[FabricSubjects.statusHeader] != nil {
             counters.noResponders.add(1, ordering: .relaxed)
+            if let entry = pending.withLock({ $0.take(ticket) }) {
+                deliverAnswer(.init(ticket: ticket, result: .failure(.unreachable(node: entry.node,
+                    "no process serves it (NATS: no responders), so the request was not delivered"))))
+            }
             return
         }
         guard pending.withLock({ $0.take(ticket) }) != nil else {

@@ -161,6 +161,16 @@ public final class NATSClusterFabric: ClusterFabric {
     }
 
     /// Whether this node's lease is valid at this instant.
+    public func awaitOwnership(timeoutMs: Int) -> ClusterOwnership? {
+        let deadline = ContinuousClock.now + .milliseconds(timeoutMs)
+        while true {
+            let table = ClusterOwnership(membership.snapshot)
+            if table.ready, table.owners.allSatisfy({ $0 != nil }) { return table }
+            guard ContinuousClock.now < deadline else { return nil }
+            Thread.sleep(forTimeInterval: 0.02)  // polling the member's own state, bounded by the deadline
+        }
+    }
+
     public var mayOwn: Bool { membership.leaseValidUntil.map { ContinuousClock.now < $0 } ?? false }
 
     /// Leaves gracefully: the membership hands its slots over (bounded by

@@ -25,6 +25,13 @@ public protocol ClusterFabric: AnyObject, Sendable {
     /// reached. Called once, before the server listens.
     func start(deliver: @escaping @Sendable (ClusterFabricEvent) -> Void) throws
 
+    /// Waits (blocking the caller) until membership has caught up and
+    /// every slot has an owner, at most `timeoutMs` milliseconds; returns
+    /// the table then, or nil on timeout. The server calls it once after
+    /// ``start(deliver:)``, before it listens, so that its first clients
+    /// find the channels served.
+    func awaitOwnership(timeoutMs: Int) -> ClusterOwnership?
+
     /// Whether this node may act as an owner now: its lease is valid at this
     /// instant (a snapshot says what was true when made; this says what is
     /// true now, even after the process was frozen). Checked before each

@@ -210,7 +210,12 @@ extension Server {
 
     /// The `unavailable` error for a channel with no reachable owner.
     func noOwner(_ key: String) -> ProtocolError {
-        ProtocolError(.unavailable, "channel '\(key)' has no owner node that this node can reach now (a takeover is "
+        if let cluster, cluster.ownership?.fenced == true || (channels[key] != nil && !cluster.fabric.mayOwn) {
+            let link = store.status.outage.map { ": \($0)" } ?? ""
+            return ProtocolError(.unavailable, "this node cannot serve channel '\(key)' now: its lease lapsed because it is "
+                + "cut off from NATS\(link); nothing was changed: retry in a few seconds (or through another node)")
+        }
+        return ProtocolError(.unavailable, "channel '\(key)' has no owner node that this node can reach now (a takeover is "
             + "under way, or this node is cut off from NATS); the request was not sent and nothing was changed: retry in a few seconds")
     }
 }

@@ -24,6 +24,9 @@ public struct ServerConfig: Sendable {
     /// waits for its answer before it fails with `unavailable` (longer than
     /// a takeover, 1.5–2 s, shorter than clients' usual timeouts).
     public var clusterForwardTimeoutMs = 5_000
+    /// In cluster mode, how long the start waits for membership to catch up
+    /// and every slot to have an owner before it listens anyway.
+    public var clusterStartWaitMs = 10_000
     /// Clients must send a frame at least this often; silence for twice as
     /// long closes the connection with `idle_timeout`.
     public var heartbeatMs = 15_000

@@ -1,0 +1,208 @@
+import Foundation
+import NATSTestSupport
+import OutaTimeTestSupport
+import Testing
+
+/// Several `outatime-server --cluster` executables on one real nats-server
+/// (JetStream on, loopback, a temporary store): every channel served by its
+/// owner and reached through any node (docs/CLUSTER.md §4.3–4.4).
+@Suite("cluster: several nodes share every channel", .serialized, .timeLimit(.minutes(4)))
+struct ClusterNodesTests {
+    /// A node started for a test, with its client port.
+    final class Node {
+        let name: String
+        let process: ServerProcess
+        let port: Int
+
+        init(_ name: String, nats: NATSServerProcess) throws {
+            self.name = name
+            process = try ServerProcess(ClusterModeTests.nodeArguments(nats, node: name) + ["--lap-tick-ms", "100"])
+            let listening = try #require(process.awaitListening(), "node \(name): \(process.stderrText)")
+            port = listening.port
+        }
+
+        /// A client that said hello to this node.
+        func client(_ name: String) throws -> TestClient {
+            let client = try TestClient(port: port)
+            let hello = try client.hello(name: name)
+            #expect(hello["node"] as? String == self.name)
+            return client
+        }
+
+        /// The `cluster` object of this node's `stats`.
+        func cluster() throws -> [String: Any] {
+            let client = try TestClient(port: port)
+            defer { client.closeCleanly() }
+            try client.hello(name: "stats")
+            return try #require(try client.call("stats")[object: "cluster"])
+        }
+    }
+
+    /// Waits until the nodes agree that all of them are alive and every
+    /// slot is owned by one of them, each owning some.
+    static func awaitSettled(_ nodes: [Node], timeout: Double = 30) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        var last = ""
+        while Date() < deadline {
+            let figures = try nodes.map { try $0.cluster() }
+            let slots = figures.map { ($0["slots_owned"] as? Int) ?? 0 }
+            let live = figures.map { ($0["live_nodes"] as? [String]) ?? [] }
+            last = "slots \(slots), live \(live)"
+            if slots.reduce(0, +) == 256, slots.allSatisfy({ $0 > 0 }), live.allSatisfy({ $0.count == nodes.count }) { return }
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        Issue.record("the slot table did not settle within \(timeout) s: \(last)")
+    }
+
+    /// The node that owns `channel` (it holds it once it was used).
+    static func owner(of channel: String, among nodes: [Node], timeout: Double = 10) throws -> Node {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            for node in nodes where ((try node.cluster())["owned_channels"] as? [String] ?? []).contains(channel) {
+                return node
+            }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        throw TestClientError.timedOut("an owner of \(channel)")
+    }
+
+    @Test("subscribe, commands, events, ticks, publish and presence cross nodes; commands are forwarded to the owner and answered in order, after their event")
+    func crossNode() throws {
+        let nats = try NATSServerProcess.start()
+        defer { nats.stop() }
+        let nodes = try ["n1", "n2", "n3"].map { try Node($0, nats: nats) }
+        defer { for node in nodes { node.process.send(signal: SIGTERM); _ = node.process.waitForExit() } }
+        try Self.awaitSettled(nodes)
+
+        let channel = "laps/cross-node"
+        let creator = try nodes[0].client("Doc")
+        try creator.call("subscribe", ["channel": channel])
+        try creator.call("unsubscribe", ["channel": channel])
+        let owner = try Self.owner(of: channel, among: nodes)
+        let others = nodes.filter { $0 !== owner }
+        // Two watchers on the two nodes that do not own the channel, one on the owner.
+        let marty = try others[0].client("Marty")
+        let jennifer = try others[1].client("Jennifer")
+        let biff = try owner.client("Biff")
+        let martyJoin = try marty.call("subscribe", ["channel": channel])
+        #expect(martyJoin[int: "seq"] == 0)
+        let jenniferJoin = try jennifer.call("subscribe", ["channel": channel])
+        #expect(jenniferJoin[int: "watcher_count"] == 2)
+        #expect(Set(jenniferJoin[objects: "watchers"]?.compactMap { $0["name"] as? String } ?? []) == ["Marty", "Jennifer"])
+        // Marty (on another node than the owner) hears of Jennifer's join.
+        let joined = try marty.readUntil(type: "presence")
+        #expect(joined[objects: "joined"]?.first?["name"] as? String == "Jennifer")
+        try biff.call("subscribe", ["channel": channel])
+        _ = try marty.readUntil(type: "presence")
+        _ = try jennifer.readUntil(type: "presence")
+
+        // A command through a non-owner: forwarded, its event reaches every
+        // node's watchers, and the issuer's event comes before its reply.
+        let id = 7_001
+        try marty.sendFrame(["type": "command", "id": id, "channel": channel, "action": "start", "args": [:]])
+        var sawEventFirst = false
+        for _ in 0..<20 {
+            let frame = try marty.readFrame()
+            if frame.type == "event" { sawEventFirst = frame[int: "seq"] == 1 }
+            if frame.type == "reply", frame["id"] as? Int == id {
+                #expect(frame["ok"] as? Bool == true, "\(frame)")
+                break
+            }
+        }
+        #expect(sawEventFirst, "the issuer saw its event (seq 1) before its reply")
+        for watcher in [jennifer, biff] {
+            let event = try watcher.readUntil(type: "event")
+            #expect(event[int: "seq"] == 1 && event["event"] as? String == "started")
+        }
+        // Ticks of the running stopwatch reach the watchers on every node.
+        for watcher in [marty, jennifer, biff] {
+            #expect(try watcher.readUntil(type: "tick")["channel"] as? String == channel)
+        }
+        // Pipelined commands through two nodes: gap-free, in seq order, the same everywhere.
+        for _ in 0..<5 {
+            try marty.sendFrame(["type": "command", "channel": channel, "action": "lap", "args": [:]])
+            try jennifer.sendFrame(["type": "command", "channel": channel, "action": "lap", "args": [:]])
+        }
+        for watcher in [marty, jennifer, biff] {
+            var seqs: [Int] = []
+            while seqs.count < 10 {
+                let event = try watcher.readUntil(type: "event")
+                seqs.append(event[int: "seq"] ?? -1)
+            }
+            #expect(seqs == Array(2...11), "seqs seen: \(seqs)")
+        }
+        // publish from a non-owner reaches the watchers of the other nodes.
+        let published = try jennifer.call("publish", ["channel": channel, "data": ["note": "1.21 GW"]])
+        #expect(published[int: "delivered"] == 3)
+        for watcher in [marty, biff] {
+            let message = try watcher.readUntil(type: "message")
+            #expect((message["from"] as? [String: Any])?["name"] as? String == "Jennifer")
+        }
+        // get and history through a non-owner; list from any node.
+        #expect(try jennifer.call("get", ["channel": channel])[int: "seq"] == 11)
+        let history = try marty.call("history", ["channel": channel, "after": 9])
+        #expect(history[objects: "events"]?.compactMap { $0[int: "seq"] } == [10, 11])
+        let listed = try jennifer.call("list", ["kind": "laps"])
+        #expect(listed[objects: "channels"]?.first(where: { $0["channel"] as? String == channel })?[int: "seq"] == 11)
+        // A watcher leaving from a non-owner node is announced to the others.
+        marty.closeAbruptly()
+        let left = try biff.readUntil(type: "presence")
+        #expect(left[objects: "left"]?.first?["name"] as? String == "Marty")
+        #expect(left[int: "watcher_count"] == 2)
+        for client in [creator, jennifer, biff] { client.closeCleanly() }
+    }
+
+    @Test("the owner is killed: another node takes the channel over within 5 s, watchers on surviving nodes see the seq go on without a gap, and a client recovers with since through another node")
+    func takeover() throws {
+        let nats = try NATSServerProcess.start()
+        defer { nats.stop() }
+        let nodes = try ["n1", "n2", "n3"].map { try Node($0, nats: nats) }
+        defer { for node in nodes { node.process.send(signal: SIGTERM); _ = node.process.waitForExit() } }
+        try Self.awaitSettled(nodes)
+
+        let channel = "timers/takeover"
+        let first = try nodes[0].client("Doc")
+        for index in 1...3 {
+            try first.call("command", ["channel": channel, "action": "add", "args": ["event": "T\(index)", "remaining_s": 600]])
+        }
+        let owner = try Self.owner(of: channel, among: nodes)
+        let survivors = nodes.filter { $0 !== owner }
+        let watcher = try survivors[0].client("Marty")
+        #expect(try watcher.call("subscribe", ["channel": channel])[int: "seq"] == 3)
+        let operatorClient = try survivors[1].client("Jennifer")
+
+        owner.process.send(signal: SIGKILL)
+        _ = owner.process.waitForExit()
+        let killedAt = Date()
+        // Commands through a surviving node: refused (unavailable) until the takeover, then acknowledged.
+        var acknowledged: [String: Any]?
+        while acknowledged == nil, Date().timeIntervalSince(killedAt) < 10 {
+            let reply = try operatorClient.request("command", ["channel": channel, "action": "add",
+                                                               "args": ["event": "after", "remaining_s": 60]])
+            if reply["ok"] as? Bool == true {
+                acknowledged = reply
+            } else {
+                #expect((reply[object: "error"])?["code"] as? String == "unavailable", "\(reply)")
+                Thread.sleep(forTimeInterval: 0.1)
+            }
+        }
+        let takeover = Date().timeIntervalSince(killedAt)
+        #expect(acknowledged != nil && takeover <= 5, "takeover took \(takeover) s")
+        // The watcher on a surviving node: the seq goes on from 3 without a gap.
+        let now = try #require(try operatorClient.call("get", ["channel": channel])[int: "seq"])
+        var seqs: [Int] = []
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline, (seqs.last ?? 0) < now {
+            let event = try watcher.readUntil(type: "event", timeout: max(0.1, deadline.timeIntervalSinceNow))
+            seqs.append(event[int: "seq"] ?? -1)
+        }
+        #expect(seqs == Array(4...now), "seqs after the kill: \(seqs), channel at \(now)")
+
+        // A client of the dead node reconnects elsewhere and recovers with since.
+        let returning = try survivors[1].client("Biff")
+        let recovered = try returning.call("subscribe", ["channel": channel, "since": 3])
+        #expect(recovered["recovered"] as? Bool == true)
+        #expect(recovered[objects: "events"]?.first?[int: "seq"] == 4)
+        for client in [first, watcher, operatorClient, returning] { client.closeCleanly() }
+    }
+}
