@@ -205,4 +205,38 @@ struct ClusterNodesTests {
         #expect(recovered[objects: "events"]?.first?[int: "seq"] == 4)
         for client in [first, watcher, operatorClient, returning] { client.closeCleanly() }
     }
+
+    @Test("a node dies: its watchers leave the owner's channel within a few seconds (no ghosts), and a countdown only it viewed stops")
+    func deadNodeWatchersLeave() throws {
+        let nats = try NATSServerProcess.start()
+        defer { nats.stop() }
+        let nodes = try ["n1", "n2", "n3"].map { try Node($0, nats: nats) }
+        defer { for node in nodes { node.process.send(signal: SIGTERM); _ = node.process.waitForExit() } }
+        try Self.awaitSettled(nodes)
+
+        let channel = "timers/ghosts"
+        let doc = try nodes[0].client("Doc")
+        try doc.call("command", ["channel": channel, "action": "add", "args": ["event": "Lightning", "remaining_s": 600]])
+        let owner = try Self.owner(of: channel, among: nodes)
+        let away = try #require(nodes.first { $0 !== owner })
+        let marty = try away.client("Marty")
+        try marty.call("subscribe", ["channel": channel])
+        let biff = try owner.client("Biff")
+        #expect(try biff.call("subscribe", ["channel": channel])[int: "watcher_count"] == 2)
+        // Marty, on a node that does not own the list, runs the countdown: he is its only viewer.
+        let timerID = try #require(try doc.call("get", ["channel": channel])[object: "state"]?[objects: "timers"]?.first?[int: "id"])
+        try marty.call("command", ["channel": channel, "action": "start", "args": ["id": timerID]])
+        #expect(try biff.readUntil(type: "event")["event"] as? String == "timer_started")
+
+        away.process.send(signal: SIGKILL)
+        _ = away.process.waitForExit()
+        let killedAt = Date()
+        let left = try biff.readUntil(type: "presence", timeout: 10)
+        let gone = Date().timeIntervalSince(killedAt)
+        #expect(left[objects: "left"]?.first?["name"] as? String == "Marty" && left[int: "watcher_count"] == 1, "\(left)")
+        #expect(gone < 5, "Marty's ghost stayed \(gone) s")
+        let stopped = try biff.readUntil(type: "event", timeout: 5)
+        #expect(stopped["event"] as? String == "timer_stopped", "\(stopped)")
+        for client in [doc, biff] { client.closeCleanly() }
+    }
 }
