@@ -11,8 +11,10 @@ struct ClusterOptions: ParsableArguments {
     @Option(help: ArgumentHelp("""
         Cluster mode: keep durable state in NATS JetStream on these servers instead of the SQLite --db \
         (URLs separated by commas, e.g. nats://10.0.0.1:4222,nats://10.0.0.2:4222; each must be \
-        nats-server 2.9.21 or later, checked at start with a self-test). Under construction: see \
-        docs/CLUSTER.md for what works; run one node per NATS cluster for now.
+        nats-server 2.9.21 or later, checked at start with a self-test). Every node started on the \
+        same NATS shares every channel: each channel is served by one owner node, requests reaching \
+        another node are forwarded to it, and another node takes over within seconds when it dies \
+        (docs/CLUSTER.md).
         """, valueName: "urls"))
     var cluster: String?
 
