@@ -555,6 +555,7 @@ final class Server {
         flusher?.close()
         flushTimer?.close()
         presenceTimer?.close()
+        cluster?.retryTimer?.close()
         nextTurn?.close()
         httpTurns = []
         sweeper?.close()

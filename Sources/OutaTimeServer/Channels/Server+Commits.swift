@@ -71,7 +71,14 @@ extension Server {
             // Pushes are built only for a channel that has watchers now (a
             // command's issuer often has none), around the data text the
             // store got. The issuer gets its event before its reply.
-            if subscriptions.subscriberCount(of: channel.key) > 0 || hasRemoteWatchers(channel.key) {
+            if let cluster, channels[channel.key] !== channel {
+                // Let go while this batch was in flight (its slot moved):
+                // stored all the same. Its events reach this node's
+                // subscribers through the channel's relay, which counts
+                // them, so the new owner's next events follow without a
+                // gap or a repeat.
+                relayOrphanBatch(batch, of: channel, cluster)
+            } else if subscriptions.subscriberCount(of: channel.key) > 0 || hasRemoteWatchers(channel.key) {
                 for (offset, event) in batch.events.enumerated() {
                     broadcast(EventMessage(channel: channel.key, seq: batch.firstSeq + Int64(offset), event: event.name,
                                            data: event.json, at: batch.times[offset]), to: channel.key,

@@ -1,5 +1,6 @@
 import DequeModule
 import OutaTimeProtocol
+import UV
 
 /// A server's cluster-mode state (loop thread only): the slot table as last
 /// reported, the requests it forwarded, the channels it relays for its own
@@ -11,6 +12,11 @@ final class ClusterNode {
     var nextTicket: UInt64 = 0
     /// Requests sent to an owner and not yet answered, by ticket.
     var forwards: [UInt64: ForwardWait] = [:]
+    /// Forwards refused before they were applied (the channel moved, or no
+    /// process served the owner), sent again by ``retryTimer``.
+    var retries: [ForwardWait] = []
+    /// Fires the retries (closed with the server's handles).
+    var retryTimer: UV.Timer?
     /// Rejoins sent and not yet answered: ticket → relayed channel.
     var rejoins: [UInt64: String] = [:]
     /// Channels owned elsewhere that this node's connections subscribe to.
@@ -70,7 +76,11 @@ struct ForwardWait {
     let id: RequestID?
     let op: ForwardedRequest.Operation
     let channel: String
-    let owner: String
+    var owner: String
+    /// What was sent (sent again as is by a retry).
+    let payload: [UInt8]
+    /// Loop time of the first send: retries stop at the forward timeout.
+    let since: UInt64
 }
 
 /// A channel owned elsewhere that this node relays to its subscribers:

@@ -1,5 +1,6 @@
 import Foundation
 import OutaTimeProtocol
+import UV
 
 /// The forwarding side of cluster mode (docs/CLUSTER.md §4.4): a request
 /// naming a channel owned elsewhere goes to its owner, and its answer takes
@@ -41,15 +42,58 @@ extension Server {
         default:
             break
         }
-        let slot = session.requests.reserve()
-        cluster.nextTicket += 1
-        cluster.forwards[cluster.nextTicket] = ForwardWait(session: session, slot: slot, id: request.id, op: operation,
-                                                            channel: key, owner: owner)
-        cluster.counters.forwarded += 1
         let header = ForwardedRequest(op: operation, session: session.id, name: session.displayName, role: session.role)
-        cluster.fabric.send(header.encoded(with: .object(request.fields)), to: owner, ticket: cluster.nextTicket,
-                            timeoutMs: config.clusterForwardTimeoutMs)
+        send(ForwardWait(session: session, slot: session.requests.reserve(), id: request.id, op: operation, channel: key,
+                         owner: owner, payload: header.encoded(with: .object(request.fields)), since: loop.now), cluster)
         return .pending
+    }
+
+    private func send(_ wait: ForwardWait, _ cluster: ClusterNode) {
+        cluster.nextTicket += 1
+        cluster.forwards[cluster.nextTicket] = wait
+        cluster.counters.forwarded += 1
+        let left = Int(config.clusterForwardTimeoutMs) - Int(loop.now - wait.since)
+        cluster.fabric.send(wait.payload, to: wait.owner, ticket: cluster.nextTicket, timeoutMs: max(100, left))
+    }
+
+    /// How long a forward refused before it was applied waits before it is sent again.
+    static let forwardRetryMs: UInt64 = 200
+
+    /// Keeps a forward that was not applied (the owner had let the channel
+    /// go, or no process served it: it died) for another try once the
+    /// slot table has moved on; false when its time is up.
+    private func retryLater(_ wait: ForwardWait, _ cluster: ClusterNode) -> Bool {
+        guard loop.now + Self.forwardRetryMs < wait.since + UInt64(config.clusterForwardTimeoutMs) else { return false }
+        cluster.retries.append(wait)
+        if cluster.retryTimer == nil { cluster.retryTimer = UV.Timer(loop: loop) }
+        cluster.retryTimer?.start(timeoutMs: Self.forwardRetryMs) { [unowned self] in self.sendRetries() }
+        return true
+    }
+
+    /// Sends the kept forwards again, each to its channel's owner now.
+    private func sendRetries() {
+        guard let cluster else { return }
+        let due = cluster.retries
+        cluster.retries = []
+        for var wait in due {
+            guard wait.session.state.isOpen else {
+                if wait.op == .subscribe { endRelayIfUnused(wait.channel, cluster) }
+                continue
+            }
+            let owner = cluster.owner(of: wait.channel)
+            guard let owner, owner != config.node, cluster.ownership?.liveNodes.contains(owner) ?? false else {
+                if owner == config.node || !retryLater(wait, cluster) {
+                    // Ours now, or still no owner at the deadline: the client retries.
+                    if wait.op == .subscribe { endRelayIfUnused(wait.channel, cluster) }
+                    wait.session.fill(wait.slot, id: wait.id, failure: ProtocolError(.unavailable,
+                        "channel '\(wait.channel)' moved between nodes while this request was on its way; nothing was changed: retry"))
+                }
+                continue
+            }
+            wait.owner = owner
+            if wait.op == .subscribe, let relay = cluster.relays[wait.channel] { relay.owner = owner }
+            send(wait, cluster)
+        }
     }
 
     /// An owner answered (or a forward failed).
@@ -66,6 +110,8 @@ extension Server {
         let session = wait.session
         let answer: (ForwardedAnswer, ArraySlice<UInt8>)
         switch result {
+        case .failure(.unreachable) where retryLater(wait, cluster):
+            return
         case .failure(let failure):
             cluster.counters.forwardFailures += 1
             if wait.op == .subscribe { endRelayIfUnused(wait.channel, cluster) }
@@ -87,6 +133,7 @@ extension Server {
         }
         let (header, body) = answer
         if header.moved == true {
+            if retryLater(wait, cluster) { return }
             if wait.op == .subscribe { endRelayIfUnused(wait.channel, cluster) }
             session.fill(wait.slot, id: wait.id, failure: ProtocolError(.unavailable,
                 "channel '\(wait.channel)' is moving to another node; nothing was changed: retry"))

@@ -99,6 +99,18 @@ extension Server {
         }
     }
 
+    /// The events of a batch committed after its channel was let go: into
+    /// the channel's relay, if this node's connections still watch it.
+    func relayOrphanBatch(_ batch: CommitPipeline.Batch, of channel: Channel, _ cluster: ClusterNode) {
+        guard let relay = cluster.relays[channel.key] else { return }
+        for (offset, event) in batch.events.enumerated() {
+            let seq = batch.firstSeq + Int64(offset)
+            guard let frame = try? encoder.frame(EventMessage(channel: channel.key, seq: seq, event: event.name,
+                                                              data: event.json, at: batch.times[offset])) else { continue }
+            relayEvent(relay, seq: seq, frame: frame)
+        }
+    }
+
     /// From the sweep: work held for an event that has not come within
     /// half a second reads the gap from the store (the push was lost, or
     /// the owner changed).
