@@ -132,6 +132,26 @@ struct JetStreamStoreTests {
         #expect(try fixture.store.history(channel: channel, after: 0, through: .max, limit: 10).map(\.seq) == [1, 2])
     }
 
+    @Test("a state stored with a message that also holds later events (queued appends merged): history after the state's seq has every later event")
+    func snapshotInsideMergedMessage() throws {
+        let fixture = try StoreFixture(startsPaused: true)
+        defer { fixture.stop() }
+        let channel = "laps/merged"
+        fixture.store.submit([create(channel)], ticket: 1)
+        fixture.store.submit([append(channel, 1...1)], ticket: 2)
+        // The state as of seq 2 goes with events 2…2, then 3 and 4 queue behind it: one message holds 2…4.
+        fixture.store.submit([append(channel, 2...2, state: "{\"as_of\":2}")], ticket: 3)
+        fixture.store.submit([append(channel, 3...3)], ticket: 4)
+        fixture.store.submit([append(channel, 4...4)], ticket: 5)
+        fixture.store.resume()
+        #expect(fixture.commits.wait(for: 5, timeout: .seconds(10)).allSatisfy { $0.succeeded })
+        let record = try #require(try fixture.store.channel(named: channel))
+        #expect(record.seq == 4 && record.stateSeq == 2, "\(record)")
+        // What a node taking the channel over replays: every event after the state.
+        #expect(try fixture.store.history(channel: channel, after: record.stateSeq, through: record.seq, limit: 10).map(\.seq) == [3, 4])
+        #expect(try fixture.store.history(channel: channel, after: 3, through: 4, limit: 10).map(\.seq) == [4])
+    }
+
     @Test("outcomes per channel in submission order; a channel's queued appends merge into one message")
     func orderAndMerging() throws {
         let fixture = try StoreFixture(startsPaused: true)

@@ -239,4 +239,117 @@ struct ClusterNodesTests {
         #expect(stopped["event"] as? String == "timer_stopped", "\(stopped)")
         for client in [doc, biff] { client.closeCleanly() }
     }
+
+    @Test("nodes join a lone node under load: slots move by handover, commands go on (acknowledged or refused unavailable, never lost), and a watcher on the first node sees every event once, in order")
+    func rebalanceUnderLoad() throws {
+        let nats = try NATSServerProcess.start()
+        defer { nats.stop() }
+        let first = try Node("n1", nats: nats)
+        var nodes = [first]
+        defer { for node in nodes { node.process.send(signal: SIGTERM); _ = node.process.waitForExit() } }
+        try Self.awaitSettled(nodes)
+
+        let channels = (1...6).map { "laps/rebalance-\($0)" }
+        let watcher = try first.client("Marty")
+        for channel in channels { try watcher.call("subscribe", ["channel": channel]) }
+        let writer = try first.client("Doc")
+        var acknowledged: [String: Int] = [:]
+        var refusals: [String: Int] = [:]
+        func lap(_ channel: String) throws {
+            let reply = try writer.request("command", ["channel": channel, "action": "lap", "args": [:]], timeout: 15)
+            if reply["ok"] as? Bool == true {
+                acknowledged[channel, default: 0] += 1
+            } else {
+                #expect((reply[object: "error"])?["code"] as? String == "unavailable", "\(reply)")
+                refusals[channel, default: 0] += 1
+            }
+        }
+        for channel in channels { try writer.call("command", ["channel": channel, "action": "start", "args": [:]]) }
+        nodes.append(try Node("n2", nats: nats))
+        nodes.append(try Node("n3", nats: nats))
+        // Laps through n1 while the others take their shares (rebalancing after 3 s).
+        let deadline = Date().addingTimeInterval(30)
+        var settled = false
+        var round = 0
+        while Date() < deadline, !settled || round < 10 {
+            for channel in channels { try lap(channel) }
+            round += 1
+            if !settled {
+                let slots = try nodes.map { ((try $0.cluster())["slots_owned"] as? Int) ?? 0 }
+                settled = slots.allSatisfy { $0 > 0 } && slots.reduce(0, +) == 256
+                if settled { round = 0 }
+            }
+        }
+        #expect(settled, "the slots did not spread over the three nodes")
+        let owners = try Set(channels.map { try Self.owner(of: $0, among: nodes).name })
+        #expect(owners.count > 1, "every channel stayed on one node: \(owners)")
+        // The watcher on n1: for each channel, seq 1 (started) and then every event once, in order, up to its seq now.
+        for channel in channels {
+            let now = try #require(try writer.call("get", ["channel": channel])[int: "seq"])
+            var seen: [Int] = []
+            var frames = watcher.pushes.filter { $0.type == "event" && $0["channel"] as? String == channel }
+            watcher.pushes.removeAll { $0.type == "event" && $0["channel"] as? String == channel }
+            let readDeadline = Date().addingTimeInterval(10)
+            while (frames.last?[int: "seq"] ?? 0) < now, Date() < readDeadline {
+                let frame = try watcher.readFrame(timeout: max(0.1, readDeadline.timeIntervalSinceNow))
+                if frame.type == "event", frame["channel"] as? String == channel { frames.append(frame) } else { watcher.pushes.append(frame) }
+            }
+            seen = frames.compactMap { $0[int: "seq"] }
+            if seen != Array(1...now) {
+                let figures = try nodes.map { node in
+                    let cluster = try node.cluster()
+                    return "\(node.name): relays \(cluster["relays"] ?? "-"), pushes \(cluster["relayed_pushes"] ?? "-"), "
+                        + "dups \(cluster["relay_duplicates"] ?? "-"), gaps \(cluster["relay_gap_fills"] ?? "-"), "
+                        + "remote \(cluster["remote_watchers"] ?? "-"), gained \(cluster["channels_gained"] ?? "-"), "
+                        + "dropped \(cluster["channels_dropped"] ?? "-"), owns \((cluster["owned_channels"] as? [String])?.contains(channel) == true)"
+                }
+                Issue.record("\(channel): seqs \(seen.prefix(3))…\(seen.suffix(5)) (\(seen.count)), channel at \(now); \(figures)")
+            }
+            // Every acknowledged lap is stored (a refusal may or may not have been applied only when its answer was lost).
+            let laps = try writer.call("get", ["channel": channel])[object: "state"]?[objects: "laps"]?.count ?? -1
+            let acked = acknowledged[channel, default: 0]
+            #expect(laps >= acked && laps <= acked + refusals[channel, default: 0] && now == 1 + laps,
+                    "\(channel): \(acked) laps acknowledged, \(laps) stored, seq \(now)")
+        }
+        print("rebalance under load: \(acknowledged.values.reduce(0, +)) laps acknowledged, \(refusals.values.reduce(0, +)) refused unavailable; owners \(owners.sorted())")
+        for client in [watcher, writer] { client.closeCleanly() }
+    }
+
+    @Test("a node frozen past its lease (SIGSTOP 3 s): the owner drops its watchers, and once it runs again they are subscribed again: its watcher sees every event once, in order")
+    func frozenNodeComesBack() throws {
+        let nats = try NATSServerProcess.start()
+        defer { nats.stop() }
+        let nodes = try ["n1", "n2", "n3"].map { try Node($0, nats: nats) }
+        defer { for node in nodes { node.process.send(signal: SIGCONT); node.process.send(signal: SIGTERM); _ = node.process.waitForExit() } }
+        try Self.awaitSettled(nodes)
+
+        let channel = "laps/frozen-relay"
+        let doc = try nodes[0].client("Doc")
+        try doc.call("command", ["channel": channel, "action": "start", "args": [:]])
+        let owner = try Self.owner(of: channel, among: nodes)
+        let frozen = try #require(nodes.first { $0 !== owner })
+        let marty = try frozen.client("Marty")
+        try marty.call("subscribe", ["channel": channel])
+        let writer = try owner.client("Biff")
+        try writer.call("subscribe", ["channel": channel])
+
+        frozen.process.send(signal: SIGSTOP)
+        // The owner takes Marty for gone once the frozen node's heartbeats stop.
+        let left = try writer.readUntil(type: "presence", timeout: 10)
+        #expect(left[objects: "left"]?.first?["name"] as? String == "Marty", "\(left)")
+        for _ in 0..<5 { try writer.call("command", ["channel": channel, "action": "lap", "args": [:]]) }
+        frozen.process.send(signal: SIGCONT)
+        // Back: Marty joins again (announced), and later laps reach him too.
+        let back = try writer.readUntil(type: "presence", timeout: 10)
+        #expect(back[objects: "joined"]?.first?["name"] as? String == "Marty", "\(back)")
+        for _ in 0..<5 { try writer.call("command", ["channel": channel, "action": "lap", "args": [:]]) }
+        let now = try #require(try writer.call("get", ["channel": channel])[int: "seq"])
+        var seen: [Int] = []
+        let deadline = Date().addingTimeInterval(10)
+        while (seen.last ?? 0) < now, Date() < deadline {
+            seen.append(try marty.readUntil(type: "event", timeout: max(0.1, deadline.timeIntervalSinceNow))[int: "seq"] ?? -1)
+        }
+        #expect(seen == Array(2...now), "Marty saw \(seen), the channel is at \(now)")
+        for client in [doc, marty, writer] { client.closeCleanly() }
+    }
 }

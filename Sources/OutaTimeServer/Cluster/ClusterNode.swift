@@ -25,6 +25,9 @@ final class ClusterNode {
     var remote: [String: [String: RemoteWatcher]] = [:]
     /// The same, by node: what to drop when a node dies.
     var remoteByNode: [String: Set<RemoteMembership>] = [:]
+    /// Channels whose watchers on a node were dropped when it looked dead:
+    /// if it shows up alive again, it is told to subscribe them again.
+    var droppedByNode: [String: Set<String>] = [:]
     var counters = ClusterCounters()
 
     init(fabric: any ClusterFabric) { self.fabric = fabric }

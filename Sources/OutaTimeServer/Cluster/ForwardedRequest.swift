@@ -12,6 +12,10 @@ struct ForwardedRequest: Codable, Equatable {
         case subscribe, unsubscribe, get, history, command, publish
         /// The session left these channels (it closed): ``ForwardedRequest/channels``.
         case leave
+        /// From an owner: it had taken the sender for dead and dropped its
+        /// watchers of these channels; the sender is alive after all, so
+        /// it subscribes them again (``ForwardedRequest/channels``).
+        case resync
     }
 
     var op: Operation
@@ -26,6 +30,9 @@ struct ForwardedRequest: Codable, Equatable {
     /// changed: the session was subscribed already (its client learns of
     /// no new reply), and only the events after `since` matter.
     var rejoin: Bool?
+    /// With `rejoin`: the owner announces the watcher as joined again (it
+    /// had announced it as gone: ``Operation/resync``).
+    var announce: Bool?
 
     /// Header line, newline, the request's JSON.
     func encoded(with request: JSONValue?) -> [UInt8] {

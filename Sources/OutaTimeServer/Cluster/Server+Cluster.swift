@@ -51,6 +51,16 @@ extension Server {
         for node in cluster.remoteByNode.keys.sorted() where !live.contains(node) && node != config.node {
             dropRemoteWatchers(of: node, cluster)
         }
+        // A node taken for dead that is alive after all (its heartbeats were
+        // late: a starved or paused process) subscribes its watchers again.
+        for node in cluster.droppedByNode.keys.sorted() where live.contains(node) {
+            let keys = cluster.droppedByNode.removeValue(forKey: node) ?? []
+            let header = ForwardedRequest(op: .resync, session: "", name: "", role: .watch,
+                                          channels: keys.filter { channels[$0] != nil }.sorted())
+            cluster.nextTicket += 1
+            cluster.fabric.send(header.encoded(with: nil), to: node, ticket: cluster.nextTicket,
+                                timeoutMs: config.clusterForwardTimeoutMs)
+        }
         if previous?.owned != ownership.owned || previous?.fenced != ownership.fenced {
             logger.info("cluster ownership", metadata: [
                 "owned_slots": "\(ownership.owned.count)", "fenced": "\(ownership.fenced)", "ready": "\(ownership.ready)",
@@ -124,13 +134,13 @@ extension Server {
 
     /// Sends `subscribe` again for every local subscriber of the relayed
     /// channel, to its (new) owner, asking for the events after the relay's seq.
-    func rejoin(_ relay: RelayedChannel, _ cluster: ClusterNode) {
+    func rejoin(_ relay: RelayedChannel, announce: Bool = false, _ cluster: ClusterNode) {
         guard let subscribers = subscriptions.subscribers(of: relay.key) else { return }
         for session in subscribers.members {
             var fields: [String: JSONValue] = ["type": .string("subscribe"), "channel": .string(relay.key)]
             if let seq = relay.seq { fields["since"] = .int(seq) }
             let header = ForwardedRequest(op: .subscribe, session: session.id, name: session.displayName,
-                                          role: session.role, rejoin: true)
+                                          role: session.role, rejoin: true, announce: announce ? true : nil)
             cluster.nextTicket += 1
             cluster.rejoins[cluster.nextTicket] = relay.key
             cluster.fabric.send(header.encoded(with: .object(fields)), to: relay.owner, ticket: cluster.nextTicket,
@@ -165,6 +175,7 @@ extension Server {
             guard let watcher = cluster.remote[membership.channel]?.removeValue(forKey: membership.session) else { continue }
             if cluster.remote[membership.channel]?.isEmpty == true { cluster.remote[membership.channel] = nil }
             cluster.counters.remoteWatchersExpired += 1
+            cluster.droppedByNode[node, default: []].insert(membership.channel)
             broadcastPresence(channel: membership.channel, joined: [], left: [watcher.watcher], except: nil)
             releaseRemote(session: membership.session, from: membership.channel)
         }

@@ -27,6 +27,14 @@ extension Server {
         cluster.counters.forwardedServed += 1
         let caller = RemoteCaller(node: received.from, request: received.id, session: header.session, name: header.name,
                                   role: header.role)
+        if header.op == .resync {
+            // An owner had dropped this node's watchers of these channels.
+            for key in header.channels ?? [] {
+                if let relay = cluster.relays[key], relay.owner == received.from { rejoin(relay, announce: true, cluster) }
+            }
+            answerForwarded(received.id, seq: nil, body: [])
+            return
+        }
         if header.op == .leave {
             for key in header.channels ?? [] { remoteLeave(caller, key, cluster) }
             answerForwarded(received.id, seq: nil, body: [])
@@ -47,7 +55,8 @@ extension Server {
             }
             let retry = { [unowned self] in self.runForwarded(header, request, caller, cluster) }
             switch header.op {
-            case .subscribe: try remoteSubscribe(request, name, caller, rejoin: header.rejoin == true, cluster, retry: retry)
+            case .subscribe:
+                try remoteSubscribe(request, name, caller, rejoin: header.rejoin == true && header.announce != true, cluster, retry: retry)
             case .unsubscribe:
                 remoteLeave(caller, key, cluster)
                 answer(caller, ForwardedAnswer(), body: replyBody(request.id, EmptyResult()))
@@ -68,7 +77,7 @@ extension Server {
                 counters.messagesPublished += 1
                 let local = broadcast(MessagePush(channel: key, from: caller.watcher, data: data), to: key)
                 answer(caller, ForwardedAnswer(), body: replyBody(request.id, PublishResult(delivered: local + cluster.remoteCount(of: key))))
-            case .leave:
+            case .leave, .resync:
                 break
             }
         } catch {
