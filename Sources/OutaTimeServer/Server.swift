@@ -90,6 +90,8 @@ final class Server {
     var pendingReads: [UInt64: (Result<[HistoryEvent], StoreFailure>) -> Void] = [:]
     /// Cluster mode's `list` reads, by ticket (``readStoredChannels(_:)``).
     var pendingChannelReads: [UInt64: (Result<[ChannelRecord], StoreFailure>) -> Void] = [:]
+    /// Cluster mode's loads of channels, by ticket (``readForLoading(_:completion:)``).
+    var pendingLoads: [UInt64: (Result<[LoadedChannel], StoreFailure>) -> Void] = [:]
     /// The thread running the loop: every entry point asserts it.
     private let loopThread = pthread_self()
 
@@ -510,6 +512,9 @@ final class Server {
             pendingReads.removeValue(forKey: ticket)?(result)
         case .channelsRead(let ticket, let result):
             pendingChannelReads.removeValue(forKey: ticket)?(result)
+        case .channelsLoaded(let ticket, let result):
+            pendingLoads.removeValue(forKey: ticket)?(result)
+            actOnReports()
         case .shutdownRequested:
             beginShutdown()
         case .reloadRequested(let answer):

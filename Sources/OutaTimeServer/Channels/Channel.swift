@@ -23,7 +23,10 @@ final class Channel {
     var waiters: [Session] = []
     /// Forwarded requests (cluster mode) that run again when the channel is
     /// ready, as ``waiters`` do.
-    var settleCallbacks: [() -> Void] = []
+    var settleCallbacks: [(ProtocolError?) -> Void] = []
+    /// Cluster mode: a placeholder while the channel is read from the
+    /// store; `create` says whether it is created if the store has none.
+    var loading: (creator: ChannelCreator?, who: String, create: Bool)?
     /// Whose quota the channel counts against (``ChannelQuotas``); nil for
     /// a channel loaded at start.
     var creator: ChannelCreator?
@@ -44,7 +47,7 @@ final class Channel {
     var seq: Int64 { pipeline.seq }
 
     /// Hands the waiting forwarded requests over (to run again).
-    func takeSettleCallbacks() -> [() -> Void] {
+    func takeSettleCallbacks() -> [(ProtocolError?) -> Void] {
         defer { settleCallbacks = [] }
         return settleCallbacks
     }

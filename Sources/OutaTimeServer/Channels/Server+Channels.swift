@@ -36,12 +36,23 @@ extension Server {
     /// ``openChannel(_:for:)`` for a creator `who` names in a refusal; a
     /// nil creator (a session of another node, in cluster mode) counts
     /// against no quota.
-    func openChannel(_ name: ChannelName, creator: ChannelCreator?, who: String) throws(ProtocolError) -> Channel {
+    func openChannel(_ name: ChannelName, creator: ChannelCreator?, who: String, create: Bool = true) throws(ProtocolError) -> Channel {
         let key = name.description
         if let channel = channels[key] {
             if channel.reloadFailure != nil { try reloadBeforeUse(channel) }
             return channel
         }
+        if cluster != nil {
+            // Another node may have created it: read the store first (off
+            // the loop); requests wait on the placeholder meanwhile.
+            return loadPlaceholder(name, creator: creator, who: who, create: create)
+        }
+        try checkRoomForNewChannel(key, creator: creator, who: who)
+        return createChannel(name, creator: creator)
+    }
+
+    /// Refuses a new channel over the creator's quota or the server's maximum.
+    func checkRoomForNewChannel(_ key: String, creator: ChannelCreator?, who: String) throws(ProtocolError) {
         let quota = config.maxChannelsPerToken
         if let creator, quota > 0, channelQuotas.count(of: creator) >= quota {
             counters.channelsOverQuota += 1
@@ -58,8 +69,17 @@ extension Server {
                     + "(--max-channels); existing channels can still be used, and channels without events or "
                     + "subscribers are forgotten after \(config.idleChannelMs / 1000) s (--idle-channel-s)")
         }
+    }
+
+    /// A new channel in its kind's initial state, stored (requests wait
+    /// until its creation is committed). `into`: the placeholder it
+    /// replaces in cluster mode (the store had no such channel).
+    @discardableResult
+    func createChannel(_ name: ChannelName, creator: ChannelCreator?, into placeholder: Channel? = nil) -> Channel {
+        let key = name.description
         let state = name.kind.initialState(now: clock.now)
-        let channel = Channel(name: name, state: state, pipeline: .creating())
+        let channel = placeholder ?? Channel(name: name, state: state, pipeline: .creating())
+        channel.state = state
         channel.creator = creator
         if let creator { channelQuotas.created(by: creator) }
         channels[key] = channel
@@ -82,7 +102,7 @@ extension Server {
             logger.debug("channel created", metadata: ["channel": "\(channel.key)"])
         }
         for session in channel.takeWaiters() { resume(session, failing: error) }
-        for callback in channel.takeSettleCallbacks() { callback() }
+        for callback in channel.takeSettleCallbacks() { callback(error) }
     }
 
     /// Notes that `channel` may have become idle and empty (its last
@@ -127,15 +147,15 @@ extension Server {
 
     /// A stored channel's state as of its seq: the stored state, plus the
     /// events after it applied in order.
-    func restoredState(_ record: ChannelRecord, kind: ChannelKind) throws -> any ChannelBehaviour {
+    func restoredState(_ record: ChannelRecord, kind: ChannelKind, events read: [EventRecord]? = nil) throws -> any ChannelBehaviour {
         var state = try kind.decodeState(jsonText: record.state)
         if let stateAt = record.stateAt.flatMap(ISOTime.parse) {
             state.resumeLiveValues(storedAt: stateAt)
         }
         guard record.stateSeq < record.seq else { return state }
         let missing = record.seq - record.stateSeq
-        let events = try store.history(channel: record.name, after: record.stateSeq, through: record.seq,
-                                       limit: Int(missing))
+        let events = try read ?? store.history(channel: record.name, after: record.stateSeq, through: record.seq,
+                                               limit: Int(missing))
         guard events.count == Int(missing), events.first?.seq == record.stateSeq + 1, events.last?.seq == record.seq else {
             throw ReplayError(channel: record.name, seq: record.seq, stateSeq: record.stateSeq, found: events.count)
         }

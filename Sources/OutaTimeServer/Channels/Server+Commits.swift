@@ -71,13 +71,14 @@ extension Server {
             // Pushes are built only for a channel that has watchers now (a
             // command's issuer often has none), around the data text the
             // store got. The issuer gets its event before its reply.
+            var repliesHeld = false
             if let cluster, channels[channel.key] !== channel {
                 // Let go while this batch was in flight (its slot moved):
                 // stored all the same. Its events reach this node's
                 // subscribers through the channel's relay, which counts
                 // them, so the new owner's next events follow without a
                 // gap or a repeat.
-                relayOrphanBatch(batch, of: channel, cluster)
+                repliesHeld = relayOrphanBatch(batch, of: channel, cluster)
             } else if subscriptions.subscriberCount(of: channel.key) > 0 || hasRemoteWatchers(channel.key) {
                 for (offset, event) in batch.events.enumerated() {
                     broadcast(EventMessage(channel: channel.key, seq: batch.firstSeq + Int64(offset), event: event.name,
@@ -85,7 +86,9 @@ extension Server {
                               seq: batch.firstSeq + Int64(offset))
                 }
             }
-            for reply in batch.replies { reply.send(on: self) }
+            if !repliesHeld {
+                for reply in batch.replies { reply.send(on: self) }
+            }
         }
         // A tick series starts only once memory equals storage: with later
         // batches in flight the state may hold an event not yet committed
@@ -93,7 +96,7 @@ extension Server {
         replanClock(channel, startingTicks: channel.pipeline.isSettled)
         if channel.pipeline.isSettled {
             for session in channel.takeWaiters() { resume(session) }
-            for callback in channel.takeSettleCallbacks() { callback() }
+            for callback in channel.takeSettleCallbacks() { callback(nil) }
         }
     }
 

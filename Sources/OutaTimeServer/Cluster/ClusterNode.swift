@@ -29,6 +29,12 @@ final class ClusterNode {
     /// if it shows up alive again, it is told to subscribe them again.
     var droppedByNode: [String: Set<String>] = [:]
     var counters = ClusterCounters()
+    /// Owned slots whose channels could not be read yet: tried again from the sweep.
+    var slotsToLoad: Set<Int> = []
+    /// Channels just found absent from the store by a read that does not
+    /// create (a `watch` read), with the loop time: reads right after use
+    /// the stand-in instead of reading the store again. Swept after 1 s.
+    var absent: [String: UInt64] = [:]
 
     init(fabric: any ClusterFabric) { self.fabric = fabric }
 

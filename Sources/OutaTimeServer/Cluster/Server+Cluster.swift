@@ -9,6 +9,12 @@ import OutaTimeStore
 /// when it loses one; its connections' subscriptions to channels owned
 /// elsewhere are relayed (``RelayedChannel``).
 extension Server {
+    /// A stored channel read for loading, with the events after its state.
+    struct LoadedChannel: Sendable {
+        let record: ChannelRecord
+        let events: [EventRecord]
+    }
+
     /// Everything the fabric reports, on the loop.
     func handle(_ event: ClusterFabricEvent) {
         guard let cluster else { return }
@@ -40,7 +46,8 @@ extension Server {
         // Relays whose channel is ours now end; those whose owner changed join it again.
         for relay in cluster.relays.values.sorted(by: { $0.key < $1.key }) {
             if ownership.owned.contains(fabric.slot(of: relay.key)) {
-                endRelay(relay, becameLocal: true, cluster)
+                // Ours now: the relay ends when the channel is loaded (``install``).
+                continue
             } else if let owner = ownership.owners[fabric.slot(of: relay.key)], owner != relay.owner, owner != config.node {
                 relay.owner = owner
                 rejoin(relay, cluster)
@@ -69,34 +76,174 @@ extension Server {
         }
     }
 
-    /// Loads the stored channels of `slots`: each with its kind's restart
-    /// rules applied as of now (a trip under way is aborted, countdowns
-    /// pause, schedules are re-planned), its clock planned.
-    private func take(slots: Set<Int>, _ cluster: ClusterNode) {
-        let records: [ChannelRecord]
+    /// Loads the stored channels of `slots`, read off the loop: each with
+    /// its kind's restart rules applied as of then (a trip under way is
+    /// aborted, countdowns pause, schedules are re-planned). A failed read
+    /// (the stream has no leader for a few seconds after a host loss) is
+    /// tried again from the sweep while the slots are still owned.
+    func take(slots: Set<Int>, _ cluster: ClusterNode) {
+        let fabric = cluster.fabric
+        readForLoading({ name in slots.contains(fabric.slot(of: name)) }) { [unowned self] result in
+            switch result {
+            case .success(let loaded):
+                for channel in loaded where cluster.owns(channel.record.name) {
+                    if let placeholder = self.channels[channel.record.name] {
+                        if placeholder.loading != nil { self.install(channel, into: placeholder, cluster) }
+                    } else {
+                        self.install(channel, into: nil, cluster)
+                    }
+                }
+            case .failure(let failure):
+                self.logger.warning("loading the channels of gained slots failed; trying again", metadata: [
+                    "slots": "\(slots.count)", "error": "\(failure)"])
+                cluster.slotsToLoad.formUnion(slots)
+            }
+        }
+    }
+
+    /// A placeholder for a channel of an owned slot that is not in memory:
+    /// it is read from the store off the loop; requests wait on it (it is
+    /// not durable yet) until it is loaded, or created when the store has
+    /// none and `create`.
+    func loadPlaceholder(_ name: ChannelName, creator: ChannelCreator?, who: String, create: Bool) -> Channel {
+        let key = name.description
+        let placeholder = Channel(name: name, state: name.kind.initialState(now: clock.now), pipeline: .creating())
+        placeholder.loading = (creator, who, create)
+        channels[key] = placeholder
+        readForLoading(named: key) { [unowned self] result in
+            guard self.channels[key] === placeholder, let cluster = self.cluster, let loading = placeholder.loading else { return }
+            switch result {
+            case .success(let loaded):
+                if let found = loaded.first {
+                    self.install(found, into: placeholder, cluster)
+                    return
+                }
+                placeholder.loading = nil
+                var refusal: ProtocolError?
+                if loading.create {
+                    self.channels[key] = nil  // not counted against the maximum it is checked against
+                    do throws(ProtocolError) {
+                        try self.checkRoomForNewChannel(key, creator: loading.creator, who: loading.who)
+                        self.createChannel(name, creator: loading.creator, into: placeholder)
+                        return
+                    } catch {
+                        refusal = error
+                    }
+                }
+                // Not stored, and not to be created (a `watch` read): gone
+                // again, and the waiting requests read the stand-in.
+                self.channels[key] = nil
+                if !loading.create { cluster.absent[key] = self.loop.now }
+                for session in placeholder.takeWaiters() { self.resume(session, failing: refusal) }
+                for callback in placeholder.takeSettleCallbacks() { callback(refusal) }
+            case .failure(let failure):
+                self.channels[key] = nil
+                let error = ProtocolError(.unavailable, "channel '\(key)' could not be read from the store: \(failure); "
+                    + "nothing was changed: retry in a few seconds")
+                for session in placeholder.takeWaiters() { self.resume(session, failing: error) }
+                for callback in placeholder.takeSettleCallbacks() { callback(error) }
+            }
+        }
+        return placeholder
+    }
+
+    /// Puts a channel read from the store in memory (into its placeholder,
+    /// if one waits), applies the restart rules, and ends this node's relay
+    /// of it: its subscribers first get the events they had not been
+    /// relayed (from the events read with it), then its broadcasts.
+    private func install(_ loaded: LoadedChannel, into placeholder: Channel?, _ cluster: ClusterNode) {
+        let record = loaded.record
+        guard let name = try? ChannelName.parse(record.name) else { return }
+        let state: any ChannelBehaviour
         do {
-            records = try store.loadChannels()
+            state = try restoredState(record, kind: name.kind, events: loaded.events)
         } catch {
-            logger.error("loading gained channels failed", metadata: ["error": "\(error)"])
+            logger.error("loading a gained channel failed", metadata: ["channel": "\(record.name)", "error": "\(error)"])
+            if let placeholder {
+                channels[record.name] = nil
+                let failure = ProtocolError(.internal, "channel '\(record.name)' could not be loaded: \(error)")
+                for session in placeholder.takeWaiters() { resume(session, failing: failure) }
+                for callback in placeholder.takeSettleCallbacks() { callback(failure) }
+            }
             return
         }
+        let channel = placeholder ?? Channel(name: name, state: state, pipeline: CommitPipeline(storedSeq: record.seq, storedStateSeq: record.stateSeq))
+        channel.state = state
+        channel.pipeline = CommitPipeline(storedSeq: record.seq, storedStateSeq: record.stateSeq)
+        channel.loading = nil
+        channels[record.name] = channel
+        cluster.counters.channelsGained += 1
+        if let relay = cluster.relays.removeValue(forKey: record.name) {
+            cluster.fabric.unfollow(record.name)
+            handOver(relay, to: channel, loaded: loaded)
+        }
+        // The previous owner ran until about now: its live values stand as of now.
         let time = clock.now
-        for record in records where slots.contains(cluster.fabric.slot(of: record.name)) && channels[record.name] == nil {
-            guard let name = try? ChannelName.parse(record.name) else { continue }
-            let channel: Channel
-            do {
-                channel = Channel(name: name, state: try restoredState(record, kind: name.kind),
-                                  pipeline: CommitPipeline(storedSeq: record.seq, storedStateSeq: record.stateSeq))
-            } catch {
-                logger.error("loading a gained channel failed", metadata: ["channel": "\(record.name)", "error": "\(error)"])
-                continue
+        commitSystemEvents(channel.state.recoverAfterRestart(at: time, aliveUntil: time), on: channel)
+        replanClock(channel)
+        if record.seq == 0 { idleCandidates[record.name] = loop.now }
+        for session in channel.takeWaiters() { resume(session) }
+        for callback in channel.takeSettleCallbacks() { callback(nil) }
+    }
+
+    /// The relayed channel is this node's now: its subscribers get the
+    /// events after the relay's seq before anything the channel broadcasts.
+    private func handOver(_ relay: RelayedChannel, to channel: Channel, loaded: LoadedChannel) {
+        defer { for held in relay.held { held.run() } }
+        guard let from = relay.seq, from < loaded.record.seq, let subscribers = subscriptions.subscribers(of: relay.key) else { return }
+        let missing = loaded.events.filter { $0.seq > from }
+        guard missing.count == Int(loaded.record.seq - from) else {
+            // Older than the stored state: read them (rare: a relay that far behind).
+            let through = loaded.record.seq
+            readHistory(channel: relay.key, after: from, through: through, limit: Int(through - from)) { [unowned self] result in
+                guard case .success(let events) = result else { return }
+                for event in events {
+                    guard let frame = try? self.encoder.frame(EventMessage(channel: relay.key, seq: event.seq, event: event.event,
+                                                                             data: event.data, at: event.at)) else { continue }
+                    for session in subscribers.members { _ = session.queue(frame, limit: self.config.outputLimitBytes) }
+                }
             }
-            channels[record.name] = channel
-            cluster.counters.channelsGained += 1
-            // The previous owner ran until about now: its live values stand as of now.
-            commitSystemEvents(channel.state.recoverAfterRestart(at: time, aliveUntil: time), on: channel)
-            replanClock(channel)
-            if record.seq == 0 { idleCandidates[record.name] = loop.now }
+            return
+        }
+        for event in missing {
+            guard let frame = try? encoder.frame(EventMessage(channel: relay.key, seq: event.seq, event: event.event,
+                                                              data: RawJSON(validJSON: event.data.text), at: event.at)) else { continue }
+            for session in subscribers.members { _ = session.queue(frame, limit: config.outputLimitBytes) }
+        }
+    }
+
+    /// Reads stored channels for loading, off the loop: those whose name
+    /// `matches`, each with the events after its stored state.
+    func readForLoading(_ matches: @escaping @Sendable (String) -> Bool,
+                        completion: @escaping (Result<[LoadedChannel], StoreFailure>) -> Void) {
+        readLoading(completion) { store in try store.loadChannels().filter { matches($0.name) } }
+    }
+
+    /// Reads one stored channel for loading (none when absent), off the loop.
+    func readForLoading(named name: String, completion: @escaping (Result<[LoadedChannel], StoreFailure>) -> Void) {
+        readLoading(completion) { store in try store.channel(named: name).map { [$0] } ?? [] }
+    }
+
+    private func readLoading(_ completion: @escaping (Result<[LoadedChannel], StoreFailure>) -> Void,
+                             records: @escaping @Sendable (any DurableStore) throws -> [ChannelRecord]) {
+        nextTicket += 1
+        let ticket = nextTicket
+        pendingLoads[ticket] = completion
+        let store = self.store
+        let sender = inbox.sender
+        DispatchQueue.global().async {
+            let result: Result<[LoadedChannel], StoreFailure>
+            do {
+                result = .success(try records(store).map { record in
+                    let missing = record.seq - record.stateSeq
+                    let events = missing > 0 ? try store.history(channel: record.name, after: record.stateSeq, through: record.seq,
+                                                                 limit: Int(missing)) : []
+                    return LoadedChannel(record: record, events: events)
+                })
+            } catch {
+                result = .failure(StoreFailure(error))
+            }
+            sender.post(.channelsLoaded(ticket: ticket, result))
         }
     }
 
@@ -119,7 +266,7 @@ extension Server {
         let error = ProtocolError(.unavailable, "channel '\(key)' moved to another node while this request waited; "
             + "nothing was changed, retry")
         for session in channel.takeWaiters() { resume(session, failing: error) }
-        for callback in channel.takeSettleCallbacks() { callback() }
+        for callback in channel.takeSettleCallbacks() { callback(error) }
         // This node's subscribers stay: relayed from the new owner once
         // there is one (while fenced, none is known yet: "" until then).
         if subscriptions.subscriberCount(of: key) > 0 {
@@ -148,24 +295,11 @@ extension Server {
         }
     }
 
-    /// Ends a relay: the channel became this node's (its subscribers get
-    /// the events they missed from the store, then its broadcasts), or it
-    /// has no local subscriber left.
-    func endRelay(_ relay: RelayedChannel, becameLocal: Bool, _ cluster: ClusterNode) {
+    /// Ends a relay that has no local subscriber left.
+    func endRelay(_ relay: RelayedChannel, _ cluster: ClusterNode) {
         cluster.relays[relay.key] = nil
         cluster.fabric.unfollow(relay.key)
         for held in relay.held { held.run() }
-        guard becameLocal, let from = relay.seq, let channel = channels[relay.key], channel.seq > from else { return }
-        let through = channel.pipeline.committedSeq
-        guard through > from else { return }
-        readHistory(channel: relay.key, after: from, through: through, limit: Int(through - from)) { [unowned self] result in
-            guard case .success(let events) = result, let subscribers = self.subscriptions.subscribers(of: relay.key) else { return }
-            for event in events {
-                guard let frame = try? self.encoder.frame(EventMessage(channel: relay.key, seq: event.seq, event: event.event,
-                                                                         data: event.data, at: event.at)) else { continue }
-                for session in subscribers.members { _ = session.queue(frame, limit: self.config.outputLimitBytes) }
-            }
-        }
     }
 
     /// A node died: its watchers leave every channel here, at once.
@@ -188,6 +322,14 @@ extension Server {
         commitSystemEvents(channel.state.release(session: session, at: clock.now), on: channel)
         replanClock(channel)
         if watcherCount(of: key) == 0 { noteMaybeIdle(channel) }
+    }
+
+    /// Whether a read that creates nothing must first look for `key` in
+    /// the store: cluster mode, a channel of this node's slots not in
+    /// memory, not found absent just now.
+    func mustLoadBeforeReading(_ key: String) -> Bool {
+        guard let cluster, channels[key] == nil, cluster.owns(key) else { return false }
+        return cluster.absent[key] == nil
     }
 
     /// Whether other nodes hold watchers of `key` (its pushes are relayed).

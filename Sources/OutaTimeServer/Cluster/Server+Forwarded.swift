@@ -53,7 +53,14 @@ extension Server {
                 answer(caller, ForwardedAnswer(moved: true), body: [])
                 return
             }
-            let retry = { [unowned self] in self.runForwarded(header, request, caller, cluster) }
+            // Runs the request again once its channel is ready, or answers the failure that ended the wait.
+            let retry: (ProtocolError?) -> Void = { [unowned self] failure in
+                if let failure {
+                    self.answer(caller, ForwardedAnswer(push: request.id == nil ? true : nil), body: self.failureBody(id: request.id, failure))
+                } else {
+                    self.runForwarded(header, request, caller, cluster)
+                }
+            }
             switch header.op {
             case .subscribe:
                 try remoteSubscribe(request, name, caller, rejoin: header.rejoin == true && header.announce != true, cluster, retry: retry)
@@ -86,7 +93,7 @@ extension Server {
     }
 
     private func remoteSubscribe(_ request: Request, _ name: ChannelName, _ caller: RemoteCaller, rejoin: Bool,
-                                 _ cluster: ClusterNode, retry: @escaping () -> Void) throws(ProtocolError) {
+                                 _ cluster: ClusterNode, retry: @escaping (ProtocolError?) -> Void) throws(ProtocolError) {
         let key = name.description
         let since = try request.optionalInt("since", in: 0...Self.maxSeq)
         let channel = try channelToRead(name, caller)
@@ -120,10 +127,14 @@ extension Server {
     }
 
     private func remoteHistory(_ request: Request, _ name: ChannelName, _ caller: RemoteCaller,
-                               retry: @escaping () -> Void) throws(ProtocolError) {
+                               retry: @escaping (ProtocolError?) -> Void) throws(ProtocolError) {
         let key = name.description
         let after = try request.optionalInt("after", in: 0...Self.maxSeq) ?? 0
         let limit = try request.optionalInt("limit", in: 1...1000) ?? 100
+        if mustLoadBeforeReading(key) {
+            // Perhaps stored but not loaded yet: load it (not created), then answer.
+            return try openChannel(name, creator: nil, who: "", create: false).settleCallbacks.append(retry)
+        }
         guard let channel = channels[key], channel.pipeline.isDurable else {
             answer(caller, ForwardedAnswer(), body: replyBody(request.id, HistoryResult(channel: key, seq: 0, events: [])))
             return
@@ -146,7 +157,7 @@ extension Server {
     }
 
     private func remoteCommand(_ request: Request, _ name: ChannelName, _ caller: RemoteCaller, _ cluster: ClusterNode,
-                               retry: @escaping () -> Void) throws(ProtocolError) {
+                               retry: @escaping (ProtocolError?) -> Void) throws(ProtocolError) {
         let key = name.description
         let action = try request.string("action")
         let args = ActionArgs(try request.optionalObject("args") ?? [:])
@@ -193,8 +204,10 @@ extension Server {
     /// The channel a forwarded read or command names: created on first
     /// use unless the caller's role is `watch` (then a stand-in).
     private func channelToRead(_ name: ChannelName, _ caller: RemoteCaller) throws(ProtocolError) -> Channel {
-        if caller.role < .operate, channels[name.description] == nil { return unstoredChannel(name) }
-        return try openChannel(name, creator: nil, who: "session '\(caller.session)'")
+        if caller.role < .operate, channels[name.description] == nil, !mustLoadBeforeReading(name.description) {
+            return unstoredChannel(name)
+        }
+        return try openChannel(name, creator: nil, who: "session '\(caller.session)'", create: caller.role >= .operate)
     }
 
     private func wireStateForRemote(_ channel: Channel) -> RawJSON {

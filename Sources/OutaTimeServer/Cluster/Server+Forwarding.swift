@@ -243,7 +243,7 @@ extension Server {
     func endRelayIfUnused(_ key: String, _ cluster: ClusterNode) {
         guard let relay = cluster.relays[key], subscriptions.subscriberCount(of: key) == 0,
               relay.held.isEmpty, !cluster.forwards.values.contains(where: { $0.channel == key && $0.op == .subscribe }) else { return }
-        endRelay(relay, becameLocal: false, cluster)
+        endRelay(relay, cluster)
     }
 
     /// Tells `owner` that `session` left `channels` (it closed, or its

@@ -101,14 +101,23 @@ extension Server {
 
     /// The events of a batch committed after its channel was let go: into
     /// the channel's relay, if this node's connections still watch it.
-    func relayOrphanBatch(_ batch: CommitPipeline.Batch, of channel: Channel, _ cluster: ClusterNode) {
-        guard let relay = cluster.relays[channel.key] else { return }
+    /// True when the relay is behind (a gap being filled): the batch's
+    /// replies then wait until their events are relayed, and are sent here.
+    func relayOrphanBatch(_ batch: CommitPipeline.Batch, of channel: Channel, _ cluster: ClusterNode) -> Bool {
+        guard let relay = cluster.relays[channel.key] else { return false }
+        defer {
+            if (relay.seq ?? 0) < batch.lastSeq, !batch.replies.isEmpty {
+                let replies = batch.replies
+                hold(relay, until: batch.lastSeq) { [unowned self] in for reply in replies { reply.send(on: self) } }
+            }
+        }
         for (offset, event) in batch.events.enumerated() {
             let seq = batch.firstSeq + Int64(offset)
             guard let frame = try? encoder.frame(EventMessage(channel: channel.key, seq: seq, event: event.name,
                                                               data: event.json, at: batch.times[offset])) else { continue }
             relayEvent(relay, seq: seq, frame: frame)
         }
+        return (relay.seq ?? 0) < batch.lastSeq && !batch.replies.isEmpty
     }
 
     /// From the sweep: work held for an event that has not come within
@@ -116,6 +125,12 @@ extension Server {
     /// the owner changed).
     func sweepRelays(now: UInt64) {
         guard let cluster else { return }
+        cluster.absent = cluster.absent.filter { now < $0.value + 1000 }
+        if !cluster.slotsToLoad.isEmpty {
+            let slots = cluster.slotsToLoad.intersection(cluster.ownership?.owned ?? [])
+            cluster.slotsToLoad = []
+            if !slots.isEmpty { take(slots: slots, cluster) }
+        }
         for relay in cluster.relays.values {
             if let due = relay.rejoinAt, now >= due {
                 relay.rejoinAt = nil

@@ -108,7 +108,13 @@ extension Server {
     /// does, its events reach the watcher from seq 1 on, as to any
     /// subscriber of a new channel.
     func channelToRead(_ name: ChannelName, for session: Session) throws(ProtocolError) -> Channel {
-        if session.role < .operate, channels[name.description] == nil { return unstoredChannel(name) }
+        if session.role < .operate, channels[name.description] == nil {
+            // Cluster mode: it may be stored but not loaded yet (read, not created).
+            if mustLoadBeforeReading(name.description) {
+                return try openChannel(name, creator: nil, who: "", create: false)
+            }
+            return unstoredChannel(name)
+        }
         return try openChannel(name, for: session)
     }
 
@@ -210,6 +216,7 @@ extension Server {
         let after = try request.optionalInt("after", in: 0...Self.maxSeq) ?? 0
         let limit = try request.optionalInt("limit", in: 1...1000) ?? 100
         let key = name.description
+        if mustLoadBeforeReading(key) { return .retry(try openChannel(name, creator: nil, who: "", create: false)) }
         guard let channel = channels[key], channel.pipeline.isDurable else {
             // An unknown channel has no events (and is not created by reading).
             session.reply(request.id, HistoryResult(channel: key, seq: 0, events: []))

@@ -8,6 +8,8 @@ enum ServerMessage: Sendable {
     case committed([StoreCommit])
     /// A history read finished.
     case historyRead(ticket: UInt64, Result<[HistoryEvent], StoreFailure>)
+    /// Cluster mode: stored channels were read for loading.
+    case channelsLoaded(ticket: UInt64, Result<[Server.LoadedChannel], StoreFailure>)
     /// Cluster mode: every stored channel was read, for `list`.
     case channelsRead(ticket: UInt64, Result<[ChannelRecord], StoreFailure>)
     /// SIGINT/SIGTERM or ``ServerHandle/shutdown()``.
