@@ -37,7 +37,7 @@ extension ChannelCommitter {
         }
         let payload = EventBatchCodec.encode(events)
         let msgID = "\(channel):\(firstEvent.seq)"
-        let headers = [EventHeaders.seqFirst: "\(firstEvent.seq)", EventHeaders.seqLast: "\(newSeq)"]
+        let headers = [EventHeaders.seqFirst: "\(firstEvent.seq)", EventHeaders.seqLast: "\(newSeq)", EventHeaders.writer: writer]
         let options = PublishOptions(msgID: msgID, expectedLastSubjectSequence: cursor.streamSeq == 0 ? .empty : .sequence(cursor.streamSeq))
         let address = cursor.address
         var streamSeq: UInt64?

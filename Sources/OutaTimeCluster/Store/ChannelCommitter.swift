@@ -25,8 +25,14 @@ final class ChannelCommitter: Sendable {
     /// Retried publishes found stored by reading the subject's last message.
     let lostAcksResolved = Atomic<Int>(0)
 
+    /// Who writes (the store's connection name, `outatime-<node>`), in
+    /// each event message's `OT-Writer` header: which node wrote what can be
+    /// read from the stream (`make cluster-trials` checks a frozen owner's).
+    let writer: String
+
     init(jetStream: JetStream, snapshots: KeyValueBucket, meta: KeyValueBucket, partitions: Int, snapshotEvery: Int64,
-         link: LinkMonitor) {
+         link: LinkMonitor, writer: String) {
+        self.writer = writer
         self.jetStream = jetStream
         self.link = link
         self.snapshots = snapshots
@@ -147,4 +153,5 @@ enum EventHeaders {
     static let seqFirst = "OT-Seq-First"
     static let seqLast = "OT-Seq-Last"
     static let msgID = "Nats-Msg-Id"
+    static let writer = "OT-Writer"
 }

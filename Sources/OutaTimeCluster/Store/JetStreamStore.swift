@@ -114,7 +114,7 @@ public final class JetStreamStore: DurableStore {
             committer = ChannelCommitter(
                 jetStream: jetStream, snapshots: try KeyValueBucket(jetStream, config: snapshotConfig),
                 meta: try KeyValueBucket(jetStream, config: metaConfig), partitions: partitions,
-                snapshotEvery: 1, link: link)
+                snapshotEvery: 1, link: link, writer: name)
         } catch {
             connection.close()
             throw error
