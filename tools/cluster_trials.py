@@ -330,6 +330,7 @@ class Ack:
     sent: float       # monotonic, when the command was sent
     acked: float      # when its reply came
     via: str          # the endpoint's label (n1, n2, n3, haproxy)
+    probe: bool = False  # a Prober's: seq unknown (-1), found in history by its tag
 
 
 @dataclass
@@ -348,6 +349,7 @@ class SeqWatch:
     def __init__(self, label: str) -> None:
         self.label = label
         self.last: Optional[int] = None
+        self.floor = 0                     # the last snapshot's seq
         self.seen: dict[int, str] = {}     # seq -> tag
         self.duplicates = 0
         self.reorders = 0
@@ -355,7 +357,9 @@ class SeqWatch:
         self.notes: list[str] = []
 
     def start(self, seq: int) -> None:
+        """A subscribe's snapshot at `seq`: every later event must be seq + 1, + 2, ..."""
         self.last = seq
+        self.floor = seq
 
     def event(self, push: dict[str, Any]) -> None:
         seq = push.get("seq")
@@ -366,6 +370,11 @@ class SeqWatch:
             self.duplicates += 1
             if len(self.notes) < 5:
                 self.notes.append(f"{self.label}: seq {seq} again")
+        elif self.last is not None and seq <= self.last and seq <= self.floor:
+            # At or below the seq of the snapshot it subscribed with: a repeat.
+            self.duplicates += 1
+            if len(self.notes) < 5:
+                self.notes.append(f"{self.label}: seq {seq} after a snapshot at seq {self.floor}")
         elif self.last is not None and seq <= self.last:
             self.reorders += 1
             if len(self.notes) < 5:
@@ -462,6 +471,7 @@ class Writer(threading.Thread):
         self.error: Optional[str] = None
         self.closed_at: Optional[float] = None
         self.hello_node: Optional[str] = None
+        self.reconnects = 0
         self.lock = threading.Lock()
 
     def run(self) -> None:
@@ -507,10 +517,72 @@ class Writer(threading.Thread):
                 self.stop_event.wait(self.pace)
         except (ConnectionClosed, OSError):
             self.closed_at = time.monotonic()
+            if self.ep.node is None and not self.stop_event.is_set() and self._reconnect(client):
+                self.run_more(client, n)
         except OutaTimeError as exc:
             self.error = f"writer at {self.ep.label}: {exc}"
         finally:
             client.close()
+
+    def _reconnect(self, client: Client) -> bool:
+        """Through haproxy only: connect again (to another node) and recover
+        the channel with `since` = the last seq seen; the recovered events go
+        through the same seq checks. Bounded: 40 tries, 0.25 s apart."""
+        for _ in range(40):
+            if self.stop_event.wait(0.25):
+                return False
+            try:
+                client.close()
+                client.connect()
+                result = client.subscribe(self.channel, since=self.watch.last)
+            except (OutaTimeError, OSError):
+                continue
+            if result.get("recovered") is True:
+                for ev in result.get("events") or []:
+                    self.watch.event(ev)
+            else:
+                self.watch.notes.append(f"{self.watch.label}: reconnected without recovery (since "
+                                        f"{self.watch.last}, seq {result.get('seq')})")
+                self.watch.gaps += 1
+            self.watch.start(int(result.get("seq", self.watch.last or 0)))
+            self.reconnects += 1
+            return True
+        return False
+
+    def run_more(self, client: Client, n: int) -> None:
+        """The command loop again after a reconnection (at most 3 times)."""
+        if self.reconnects > 3:
+            return
+        try:
+            while not self.stop_event.is_set():
+                n += 1
+                tag = f"{self.prefix}-{self.ep.label}-r{self.reconnects}-{n}"
+                sent = time.monotonic()
+                try:
+                    client.command(self.channel, "add", event=tag, location=self.ep.label, remaining_s=3600)
+                except OutaTimeTimeout as exc:
+                    with self.lock:
+                        self.refusals.append(Refusal(sent, time.monotonic(), "timeout", str(exc), self.ep.label))
+                    continue
+                except ConnectionClosed:
+                    raise
+                except OutaTimeError as exc:
+                    with self.lock:
+                        self.refusals.append(Refusal(sent, time.monotonic(), exc.code, str(exc), self.ep.label))
+                    self._drain(client, None)
+                    self.stop_event.wait(self.pace)
+                    continue
+                acked = time.monotonic()
+                seq = self._drain(client, tag)
+                with self.lock:
+                    if seq is not None:
+                        self.acks.append(Ack(seq, tag, sent, acked, self.ep.label))
+                self.stop_event.wait(self.pace)
+        except (ConnectionClosed, OSError):
+            if not self.stop_event.is_set() and self._reconnect(client):
+                self.run_more(client, n)
+        except OutaTimeError as exc:
+            self.error = f"writer at {self.ep.label} after reconnecting: {exc}"
 
     def _drain(self, client: Client, tag: Optional[str]) -> Optional[int]:
         seq = None
@@ -527,6 +599,62 @@ class Writer(threading.Thread):
             return list(self.acks), list(self.refusals)
 
 
+class Prober(threading.Thread):
+    """One `add` at a time with a short timeout on a fresh connection, a new
+    connection after each timeout: a writer's command forwarded to a dead or
+    frozen owner waits for the forward's timeout (5 s), which would hide
+    when another node took the channel over. Its acknowledgements have no
+    seq (it does not subscribe): their tags are looked up in history."""
+
+    def __init__(self, ep: Endpoint, channel: str, prefix: str, stop: threading.Event,
+                 pace: float = 0.05, timeout: float = 0.5) -> None:
+        super().__init__(daemon=True)
+        self.ep, self.channel, self.prefix, self.stop_event = ep, channel, prefix, stop
+        self.pace, self.timeout = pace, timeout
+        self.acks: list[Ack] = []
+        self.refusals: list[Refusal] = []
+        self.lock = threading.Lock()
+
+    def run(self) -> None:
+        client: Optional[Client] = None
+        n = 0
+        while not self.stop_event.is_set():
+            if client is None:
+                client = Client(self.ep.host, self.ep.port, name=f"trials-probe-{self.ep.label}", timeout=self.timeout)
+                try:
+                    client.connect()
+                except (OutaTimeError, OSError):
+                    client.close()
+                    client = None
+                    self.stop_event.wait(self.pace)
+                    continue
+            n += 1
+            tag = f"{self.prefix}-probe-{self.ep.label}-{n}"
+            sent = time.monotonic()
+            try:
+                client.command(self.channel, "add", event=tag, location="probe", remaining_s=3600)
+                with self.lock:
+                    self.acks.append(Ack(-1, tag, sent, time.monotonic(), self.ep.label, probe=True))
+            except OutaTimeTimeout:
+                with self.lock:
+                    self.refusals.append(Refusal(sent, time.monotonic(), "probe_timeout", "", self.ep.label))
+                client.close()
+                client = None
+            except (ConnectionClosed, OSError):
+                client.close()
+                client = None
+            except OutaTimeError as exc:
+                with self.lock:
+                    self.refusals.append(Refusal(sent, time.monotonic(), exc.code, str(exc), self.ep.label))
+            self.stop_event.wait(self.pace)
+        if client is not None:
+            client.close()
+
+    def snapshot(self) -> tuple[list[Ack], list[Refusal]]:
+        with self.lock:
+            return list(self.acks), list(self.refusals)
+
+
 class Load:
     """Writers and subscribers of one channel over the given endpoints."""
 
@@ -535,6 +663,7 @@ class Load:
         self.stop_event = threading.Event()
         self.writers = [Writer(ep, channel, prefix, self.stop_event, pace) for ep in endpoints]
         self.subscribers = [Subscriber(ep, channel, self.stop_event) for ep in endpoints if ep.node]
+        self.probers = [Prober(ep, channel, prefix, self.stop_event) for ep in endpoints if ep.node]
 
     def start(self, timeout: float = 15.0) -> list[str]:
         # The channel is created once, through the first node, before
@@ -553,23 +682,31 @@ class Load:
                 w.start()
         for w in self.writers:
             w.ready.wait(timeout)
+        for p in self.probers:
+            p.start()
         return [x.error for x in self.subscribers + self.writers if x.error]
 
     def stop(self) -> None:
         self.stop_event.set()
-        for t in self.writers + self.subscribers:
+        for t in self.writers + self.subscribers + self.probers:
             t.join(CLIENT_TIMEOUT + 2)
 
-    def acks(self) -> list[Ack]:
+    def acks(self, probes: bool = True) -> list[Ack]:
         out: list[Ack] = []
         for w in self.writers:
             out += w.snapshot()[0]
+        if probes:
+            for p in self.probers:
+                out += p.snapshot()[0]
         return out
 
-    def refusals(self) -> list[Refusal]:
+    def refusals(self, probes: bool = True) -> list[Refusal]:
         out: list[Refusal] = []
         for w in self.writers:
             out += w.snapshot()[1]
+        if probes:
+            for p in self.probers:
+                out += p.snapshot()[1]
         return out
 
     def wait_acks(self, count: int, timeout: float) -> bool:
@@ -580,12 +717,12 @@ class Load:
             time.sleep(0.05)
         return False
 
-    def first_ack_after(self, t0: float, via: set[str], timeout: float) -> Optional[Ack]:
+    def first_ack_after(self, t0: float, via: set[str], timeout: float, probes: bool = True) -> Optional[Ack]:
         """The first acknowledgement of a command sent after `t0` through one
         of the endpoints `via`; None when none comes within `timeout`."""
         deadline = t0 + timeout
         while True:
-            hits = [a for a in self.acks() if a.sent > t0 and a.via in via]
+            hits = [a for a in self.acks(probes) if a.sent > t0 and a.via in via]
             if hits:
                 return min(hits, key=lambda a: a.acked)
             if time.monotonic() > deadline:
@@ -934,7 +1071,20 @@ class Trials:
             r.notes.append(f"history seqs are not 1..{seqs[-1]} ({len(seqs)} events)")
         by_seq: dict[int, set[str]] = {}
         by_tag: dict[str, int] = {}
+        seqs_of: dict[str, list[int]] = {}
+        for q, t in history.items():
+            seqs_of.setdefault(t, []).append(q)
+        applied_twice = [t for t, qs in seqs_of.items() if len(qs) > 1 and not t.startswith("<")]
+        if applied_twice:
+            r.duplicates += len(applied_twice)
+            r.notes.append(f"commands stored twice: {applied_twice[:3]}")
         for a in acks:
+            if a.probe:
+                if a.tag not in seqs_of:
+                    r.lost += 1
+                    if len(r.notes) < 8:
+                        r.notes.append(f"acknowledged probe '{a.tag}' (via {a.via}) is not in history")
+                continue
             by_seq.setdefault(a.seq, set()).add(a.tag)
             by_tag[a.tag] = by_tag.get(a.tag, 0) + 1
             if history.get(a.seq) != a.tag:
@@ -1007,6 +1157,9 @@ class Trials:
                 load.wait_acks(len(load.acks()) + 5, 1.5)  # a little load after takeover
         finally:
             load.stop()
+        writer_acks = [a for a in load.acks(probes=False) if a.sent > t0 and a.via in survivors]
+        if writer_acks:
+            r.extra["writer_takeover_ms"] = round((min(a.acked for a in writer_acks) - t0) * 1000)
         if host_loss and r.extra.get("nats_killed"):
             idx = [self.cluster.nats_name(i) for i in range(3)].index(r.extra["nats_killed"])
             self.cluster.start_nats_server(idx, wait=15)
@@ -1057,6 +1210,9 @@ class Trials:
             load.stop()
         if frozen is None:
             return r
+        writer_acks = [a for a in load.acks(probes=False) if a.sent > t0 and a.via != frozen.name and a.via != "haproxy"]
+        if writer_acks:
+            r.extra["writer_takeover_ms"] = round((min(a.acked for a in writer_acks) - t0) * 1000)
         self.check(r, load, self.live_nodes())
         after = [a for a in load.acks() if a.via == frozen.name and a.sent >= t0]
         refs = [x for x in load.refusals() if x.via == frozen.name and x.sent >= t0]
@@ -1164,7 +1320,8 @@ class Trials:
                 deadline = t0 + self.args.cut_s
                 first: Optional[Refusal] = None
                 while time.monotonic() < deadline and first is None:
-                    refs = [x for x in load.refusals() if x.via == "n3" and x.sent > t0 and x.code != "timeout"]
+                    refs = [x for x in load.refusals() if x.via == "n3" and x.sent > t0
+                            and x.code not in ("timeout", "probe_timeout")]
                     first = min(refs, key=lambda x: x.at) if refs else None
                     time.sleep(0.02)
                 if first is not None:
@@ -1413,7 +1570,9 @@ def main() -> int:
         hows = sorted({r.owner_how.split(" (")[0] for r in ran if r.owner_how})
         meta = {"date": time.strftime("%Y-%m-%d"), "commit": git_commit(),
                 "machine": f"{os.cpu_count()} cores", "nats": version.replace("nats-server: ", ""),
-                "server": os.path.basename(args.server), "haproxy": "(local)",
+                "server": ("release build" if "release" in Path(args.server).parts
+                           else "debug build" if "debug" in Path(args.server).parts else os.path.basename(args.server)),
+                "haproxy": "(local)",
                 "how": ", ".join(hows) or "—", "verdict": text}
         try:
             hv = subprocess.run([args.haproxy, "-v"], capture_output=True, text=True, timeout=5).stdout.split()
