@@ -1162,10 +1162,11 @@ class Trials:
             if leader is not None:
                 self.cluster.kill_nats_server(leader)
                 r.extra["nats_killed"] = self.cluster.nats_name(leader)
-            ack = load.first_ack_after(t0, survivors, self.args.takeover_timeout)
+            limit = self.args.host_takeover_timeout if host_loss else self.args.takeover_timeout
+            ack = load.first_ack_after(t0, survivors, limit)
             if ack is None:
                 r.notes.append(f"no acknowledged command through {sorted(survivors)} within "
-                               f"{self.args.takeover_timeout} s of the kill (refusals after: "
+                               f"{limit} s of the kill (refusals after: "
                                f"{summarise([x for x in load.refusals() if x.sent > t0])})")
             else:
                 r.takeover_ms = (ack.acked - t0) * 1000
@@ -1510,6 +1511,8 @@ def main() -> int:
     p.add_argument("--freeze-s", type=float, default=5.0)
     p.add_argument("--cut-s", type=float, default=8.0, help="how long the link stays cut")
     p.add_argument("--takeover-timeout", type=float, default=12.0, help="give up on a takeover after this")
+    p.add_argument("--host-takeover-timeout", type=float, default=25.0,
+                   help="the same for host loss (a stream without a leader stalls 4-9 s)")
     p.add_argument("--pace", type=float, default=0.03, help="seconds between one writer's commands")
     p.add_argument("--budget-s", type=float, default=570.0, help="no trial starts after this")
     p.add_argument("--port", type=int, default=0, help="haproxy's port (0: a free one)")
