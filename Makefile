@@ -6,7 +6,8 @@
 #
 # Variables: SWIFT (the swift driver), ARGS (extra server flags for `run`),
 # HOST, PORT, DB (where `run` listens and stores), TEST_ARGS (for `swift test`),
-# TRIALS and CRASH_ARGS (for `crash-trials`), CLUSTER_ARGS (for `cluster-local`), FUZZ_SECONDS (per fuzz target, for `fuzz`),
+# TRIALS and CRASH_ARGS (for `crash-trials`), CLUSTER_ARGS (for `cluster-local`),
+# CLUSTER_TRIALS_ARGS (for `cluster-trials`), FUZZ_SECONDS (per fuzz target, for `fuzz`),
 # PREFIX, DESTDIR and CONFIG (for `install`; the install directories below).
 
 SWIFT     ?= swift
@@ -17,6 +18,7 @@ DB        ?= ./data/outatime.sqlite
 TEST_ARGS ?=
 TRIALS    ?= 10
 CRASH_ARGS ?=
+CLUSTER_TRIALS_ARGS ?=
 FUZZ_SECONDS ?= 60
 
 # `make install`: where the files go (GNU names; each may be overridden).
@@ -56,7 +58,7 @@ MAN_OUT := .build/man
 
 .DEFAULT_GOAL := help
 
-.PHONY: help deps test-deps build run test test-python test-install test-cluster crash-trials cluster-local release man install install-files uninstall fuzz bench-peers bench-commands clean
+.PHONY: help deps test-deps build run test test-python test-install test-cluster crash-trials cluster-local cluster-trials release man install install-files uninstall fuzz bench-peers bench-commands clean
 
 help: ## List the targets
 	@echo "OutaTime — make targets:"
@@ -133,6 +135,12 @@ crash-trials: build ## SIGKILL the server under load TRIALS times (default 10); 
 
 cluster-local: build test-deps ## Cluster mode on this machine: 3 nats-servers, one node, haproxy on 127.0.0.1:7400, until Ctrl-C (tools/cluster_local.py)
 	python3 tools/cluster_local.py --server $(SERVER_BIN) $(CLUSTER_ARGS)
+
+# Not part of `make test`: about 5-10 minutes, and the link cut needs root
+# (a network namespace; without it that part is skipped, saying so).
+cluster-trials: deps test-deps ## Failover trials on a local cluster (3 nats-servers, 3 nodes, haproxy): 20 SIGKILLs of a channel's owner, a freeze, a link cut, host loss; figures for docs/CLUSTER.md
+	$(SWIFT) build -c release --product outatime-server
+	python3 tools/cluster_trials.py --server .build/release/outatime-server $(CLUSTER_TRIALS_ARGS)
 
 release: deps ## Build an optimised server (.build/release/outatime-server)
 	$(SWIFT) build -c release

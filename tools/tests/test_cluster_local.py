@@ -25,10 +25,11 @@ def free(port):
 
 
 def free_bases():
-    """Ports the script uses: nats base..+2 and +100..+102, node base and +100, haproxy."""
+    """Ports the script uses: nats base..+2, +100..+102 and +200..+202, node base and +100, haproxy."""
     for _ in range(20):
         nats, node, proxy = (random.randrange(20000, 60000) for _ in range(3))
-        ports = [nats + i for i in range(3)] + [nats + 100 + i for i in range(3)] + [node, node + 100, proxy]
+        ports = ([nats + i for i in range(3)] + [nats + 100 + i for i in range(3)] + [nats + 200 + i for i in range(3)]
+                 + [node, node + 100, proxy])
         if len(set(ports)) == len(ports) and all(free(p) for p in ports):
             return nats, node, proxy
     raise RuntimeError("no free ports found")
