@@ -12,9 +12,8 @@ address 127.0.0.2, which the nodes trust with `--proxy-from 127.0.0.2`, so
 a client may still connect to a node directly from 127.0.0.1) and checks
 each node's `GET /readyz`, which fails while the node's NATS link is down.
 
-Until slot ownership lands (docs/CLUSTER.md, section 6) a cluster runs ONE
-OutaTime node: `--nodes 2` starts more, but they are fenced by JetStream on
-every channel another node writes. Needs nats-server 2.9.21 or later on PATH
+Three OutaTime nodes by default (`--nodes N`, 1 to 9): they share every
+channel, each served by its owner node (docs/CLUSTER.md). Needs nats-server 2.9.21 or later on PATH
 (`make test-deps` installs 2.15.1), haproxy, and `make build` (or
 `--server .build/release/outatime-server`). Everything lives in a temporary
 folder (`--dir` to keep it), and every wait is bounded. Each nats-server's
@@ -283,7 +282,7 @@ def check(port):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--nodes", type=int, default=1, help="OutaTime nodes (1 until slot ownership lands)")
+    parser.add_argument("--nodes", type=int, default=3, help="OutaTime nodes (ports from --node-port on)")
     parser.add_argument("--port", type=int, default=7400, help="haproxy's client port")
     parser.add_argument("--node-port", type=int, default=17401, help="first node's port (HTTP: +100)")
     parser.add_argument("--nats-port", type=int, default=14221, help="first nats-server's client port (routes: +100, monitoring: +200)")
@@ -295,9 +294,6 @@ def main():
     args = parser.parse_args()
     if not 1 <= args.nodes <= 9:
         parser.error(f"--nodes {args.nodes}: give 1 to 9")
-    if args.nodes > 1:
-        print("warning: until slot ownership lands, extra nodes are fenced on every channel another node writes",
-              file=sys.stderr)
     for tool in (args.server, args.nats_server, args.haproxy):
         if not shutil.which(tool) and not os.access(tool, os.X_OK):
             parser.error(f"{tool} not found (make build; make test-deps for nats-server; apt-get install haproxy)")

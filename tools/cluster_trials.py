@@ -17,7 +17,8 @@ a. SIGKILL trials (--trials, 20): durable load on one channel per trial
 b. freeze: SIGSTOP the owner 5 s, SIGCONT; the same checks, the frozen
    node's replies after SIGCONT (refused with a code, or acknowledged, i.e.
    forwarded), and, when the event messages say which node wrote them
-   (an `OT-Node` header), no message from the frozen node after takeover.
+   (their `OT-Writer` header), no message from the frozen node among the
+   other nodes' writes after takeover.
 c. link cut: node n3 runs in a network namespace (`ip netns`), joined to
    the host by two veth pairs, one to the nats-servers and one for clients
    and haproxy; the NATS pair is set down for --cut-s seconds. n3 must
@@ -1239,6 +1240,7 @@ class Trials:
         r.extra["thawed_refused"] = summarise(refs)
         attribution = self.writers_after(channel, frozen.name, takeover_seq)
         r.extra["stale_writes"] = attribution
+        r.extra["writers"] = getattr(self, "last_writer_runs", "")
         if isinstance(attribution, int) and attribution > 0:
             r.extra["failed"] = True
         if not self.wait_ready(frozen, 15):
@@ -1273,20 +1275,22 @@ class Trials:
         return None, why
 
     def writers_after(self, channel: str, node: str, takeover_seq: Optional[int]) -> Any:
-        """How many event messages of the channel `node` wrote at or after
-        `takeover_seq` (the first seq acknowledged through another node after
-        the freeze began) while it held no newer lease: counted when the
-        messages say who wrote them (an `OT-Node` header; with `OT-Epoch`
-        too, a message of a later epoch of `node`, i.e. a slot it legitimately
-        won back, is not counted). Else a text saying why not."""
+        """How many event messages of the channel `node` (the frozen owner)
+        wrote while another node owned the channel, from the writers the
+        messages name (`OT-Writer: outatime-<node>`): the messages of a run
+        of `node` that lies between runs of other nodes. Its first run is
+        its own ownership before the freeze, and a last run is legitimate
+        too (rebalancing hands the slot back once it has lived a few
+        seconds). Else a text saying why it cannot be told."""
         assert self.cluster
         if takeover_seq is None:
             return "no takeover"
         messages, why = self.stream_messages(channel)
         if messages is None:
             return why
-        if not messages or not all("OT-Node" in m["headers"] for m in messages):
-            return "not attributable (event messages carry no OT-Node header)"
+        if not messages or not all("OT-Writer" in m["headers"] for m in messages):
+            return "not attributable (event messages carry no OT-Writer header)"
+        writer = f"outatime-{node}"
 
         def first_seq(m: dict[str, Any]) -> int:
             try:
@@ -1294,21 +1298,25 @@ class Trials:
             except ValueError:
                 return 0
 
-        def epoch(m: dict[str, Any]) -> Optional[int]:
-            try:
-                return int(m["headers"]["OT-Epoch"])
-            except (KeyError, ValueError):
-                return None
-
-        before = [m for m in messages if m["headers"]["OT-Node"] == node and first_seq(m) < takeover_seq]
-        old_epoch = max((e for e in (epoch(m) for m in before) if e is not None), default=None)
+        # Who wrote, in seq order, as runs (writer, messages, first seq).
+        runs: list[list[Any]] = []
+        for m in sorted(messages, key=first_seq):
+            name = m["headers"]["OT-Writer"].removeprefix("outatime-")
+            if runs and runs[-1][0] == name:
+                runs[-1][1] += 1
+            else:
+                runs.append([name, 1, first_seq(m)])
+        self.last_writer_runs = " ".join(f"{w}x{n}@{s}" for w, n, s in runs)
+        # Stale: a run of `node` after another node took over and before
+        # another node wrote again (it wrote in the middle of someone else's
+        # ownership). Its first run is its own (it owned the channel before
+        # the freeze), and so is a last run (the slot handed back to it).
         stale = 0
-        for m in messages:
-            if m["headers"]["OT-Node"] != node or first_seq(m) < takeover_seq:
+        for index, (name, count, _) in enumerate(runs):
+            if name != node or index == 0:
                 continue
-            e = epoch(m)
-            if e is None or old_epoch is None or e <= old_epoch:
-                stale += 1
+            if any(other != node for other, _, _ in runs[:index]) and any(other != node for other, _, _ in runs[index + 1:]):
+                stale += count
         return stale
 
     # ---- (c) link cut ----

@@ -91,7 +91,7 @@ final class Server {
     /// Cluster mode's `list` reads, by ticket (``readStoredChannels(_:)``).
     var pendingChannelReads: [UInt64: (Result<[ChannelRecord], StoreFailure>) -> Void] = [:]
     /// Cluster mode's loads of channels, by ticket (``readForLoading(_:completion:)``).
-    var pendingLoads: [UInt64: (Result<[LoadedChannel], StoreFailure>) -> Void] = [:]
+    var pendingLoads: [UInt64: (Result<LoadRead, StoreFailure>) -> Void] = [:]
     /// The thread running the loop: every entry point asserts it.
     private let loopThread = pthread_self()
 

@@ -14,9 +14,10 @@ struct ClusterNodesTests {
         let process: ServerProcess
         let port: Int
 
-        init(_ name: String, nats: NATSServerProcess) throws {
+        init(_ name: String, nats: NATSServerProcess, logLevel: String = "error") throws {
             self.name = name
-            process = try ServerProcess(ClusterModeTests.nodeArguments(nats, node: name) + ["--lap-tick-ms", "100"])
+            process = try ServerProcess(ClusterModeTests.nodeArguments(nats, node: name).filter { $0 != "error" && $0 != "--log-level" }
+                + ["--lap-tick-ms", "100", "--log-level", logLevel])
             let listening = try #require(process.awaitListening(), "node \(name): \(process.stderrText)")
             port = listening.port
         }
@@ -244,7 +245,7 @@ struct ClusterNodesTests {
     func rebalanceUnderLoad() throws {
         let nats = try NATSServerProcess.start()
         defer { nats.stop() }
-        let first = try Node("n1", nats: nats)
+        let first = try Node("n1", nats: nats, logLevel: "debug")
         var nodes = [first]
         defer { for node in nodes { node.process.send(signal: SIGTERM); _ = node.process.waitForExit() } }
         try Self.awaitSettled(nodes)
@@ -265,8 +266,8 @@ struct ClusterNodesTests {
             }
         }
         for channel in channels { try writer.call("command", ["channel": channel, "action": "start", "args": [:]]) }
-        nodes.append(try Node("n2", nats: nats))
-        nodes.append(try Node("n3", nats: nats))
+        nodes.append(try Node("n2", nats: nats, logLevel: "debug"))
+        nodes.append(try Node("n3", nats: nats, logLevel: "debug"))
         // Laps through n1 while the others take their shares (rebalancing after 3 s).
         let deadline = Date().addingTimeInterval(30)
         var settled = false
@@ -302,6 +303,10 @@ struct ClusterNodesTests {
                         + "dups \(cluster["relay_duplicates"] ?? "-"), gaps \(cluster["relay_gap_fills"] ?? "-"), "
                         + "remote \(cluster["remote_watchers"] ?? "-"), gained \(cluster["channels_gained"] ?? "-"), "
                         + "dropped \(cluster["channels_dropped"] ?? "-"), owns \((cluster["owned_channels"] as? [String])?.contains(channel) == true)"
+                }
+                for node in nodes {
+                    print("=== \(node.name)")
+                    print(node.process.stderrText.split(separator: "\n").filter { $0.contains(channel) && $0.contains("cluster") }.suffix(30).joined(separator: "\n"))
                 }
                 Issue.record("\(channel): seqs \(seen.prefix(3))…\(seen.suffix(5)) (\(seen.count)), channel at \(now); \(figures)")
             }

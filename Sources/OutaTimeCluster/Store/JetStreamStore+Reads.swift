@@ -11,6 +11,13 @@ extension JetStreamStore {
             .sorted { $0.name < $1.name }
     }
 
+    /// Every channel's name, from the snapshot bucket's keys alone.
+    public func channelNames() throws -> [String] {
+        let committer = try reader
+        let keys = try committer.nats { () throws(NATSError) in try committer.snapshots.keys() }
+        return keys.compactMap(ChannelAddress.channel(fromKey:))
+    }
+
     /// One channel, or nil if it was never created (or was dropped): its
     /// snapshot, with the seq of its last event message.
     public func channel(named name: String) throws -> ChannelRecord? {

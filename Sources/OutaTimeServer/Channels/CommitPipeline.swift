@@ -179,6 +179,9 @@ struct PendingReply {
     func fail(_ error: ProtocolError, on server: Server) {
         switch target {
         case .local(let session, let slot): session.fill(slot, id: id, failure: error)
+        case .remote(let request) where error.code == .unavailable:
+            // Nothing was changed: the forwarding node sends it again.
+            server.answerForwarded(request, header: ForwardedAnswer(moved: true), body: [])
         case .remote(let request): server.answerForwarded(request, seq: nil, body: server.failureBody(id: id, error))
         }
     }

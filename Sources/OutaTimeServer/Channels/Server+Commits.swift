@@ -61,7 +61,15 @@ extension Server {
     func eventsCommitted(on channel: Channel, failure: StoreFailure?) {
         if let failure {
             let (batch, needsReload) = channel.pipeline.failed()
-            let error = ProtocolError(.internal, "could not store the events of '\(channel.key)': \(failure)")
+            var error = ProtocolError(.internal, "could not store the events of '\(channel.key)': \(failure)")
+            if cluster != nil, case .refused(.seqMismatch) = failure {
+                // Another node appended since this one loaded the channel:
+                // its ownership moved (a handover whose last batch landed
+                // after the load). JetStream refused the append, so nothing
+                // was changed; memory is reloaded, and a retry runs on it.
+                error = ProtocolError(.unavailable, "channel '\(channel.key)' was written by another node since this node "
+                    + "took it over (its ownership just moved); nothing was changed: retry (\(failure))")
+            }
             var failed = [batch]
             if needsReload, let unsent = reload(channel) { failed.append(unsent) }
             for reply in failed.flatMap(\.replies) { reply.fail(error, on: self) }

@@ -85,13 +85,18 @@ extension Server {
         let fabric = cluster.fabric
         readForLoading({ name in slots.contains(fabric.slot(of: name)) }) { [unowned self] result in
             switch result {
-            case .success(let loaded):
-                for channel in loaded where cluster.owns(channel.record.name) {
+            case .success(let read):
+                for channel in read.loaded where cluster.owns(channel.record.name) {
                     if let placeholder = self.channels[channel.record.name] {
                         if placeholder.loading != nil { self.install(channel, into: placeholder, cluster) }
                     } else {
                         self.install(channel, into: nil, cluster)
                     }
+                }
+                if !read.failed.isEmpty {
+                    self.logger.warning("some channels of gained slots could not be read; trying them again", metadata: [
+                        "channels": "\(read.failed.count)", "first": "\(read.failed[0].name)", "error": "\(read.failed[0].error)"])
+                    cluster.slotsToLoad.formUnion(read.failed.map { fabric.slot(of: $0.name) })
                 }
             case .failure(let failure):
                 self.logger.warning("loading the channels of gained slots failed; trying again", metadata: [
@@ -113,8 +118,16 @@ extension Server {
         readForLoading(named: key) { [unowned self] result in
             guard self.channels[key] === placeholder, let cluster = self.cluster, let loading = placeholder.loading else { return }
             switch result {
-            case .success(let loaded):
-                if let found = loaded.first {
+            case .success(let read):
+                if let failed = read.failed.first {
+                    self.channels[key] = nil
+                    let error = ProtocolError(.unavailable, "channel '\(key)' could not be read from the store: \(failed.error); "
+                        + "nothing was changed: retry in a few seconds")
+                    for session in placeholder.takeWaiters() { self.resume(session, failing: error) }
+                    for callback in placeholder.takeSettleCallbacks() { callback(error) }
+                    return
+                }
+                if let found = read.loaded.first {
                     self.install(found, into: placeholder, cluster)
                     return
                 }
@@ -173,6 +186,8 @@ extension Server {
         channel.loading = nil
         channels[record.name] = channel
         cluster.counters.channelsGained += 1
+        logger.debug("cluster: channel loaded", metadata: ["channel": "\(record.name)", "seq": "\(record.seq)",
+                                                           "relay": "\(cluster.relays[record.name]?.seq ?? -1)"])
         if let relay = cluster.relays.removeValue(forKey: record.name) {
             cluster.fabric.unfollow(record.name)
             handOver(relay, to: channel, loaded: loaded)
@@ -212,34 +227,48 @@ extension Server {
         }
     }
 
+    /// Stored channels read for loading: those read, and those that could not be.
+    struct LoadRead: Sendable {
+        var loaded: [LoadedChannel] = []
+        var failed: [(name: String, error: String)] = []
+    }
+
     /// Reads stored channels for loading, off the loop: those whose name
-    /// `matches`, each with the events after its stored state.
+    /// `matches`, each with the events after its stored state, each on its
+    /// own (one on a stalled stream does not hold back the others).
     func readForLoading(_ matches: @escaping @Sendable (String) -> Bool,
-                        completion: @escaping (Result<[LoadedChannel], StoreFailure>) -> Void) {
-        readLoading(completion) { store in try store.loadChannels().filter { matches($0.name) } }
+                        completion: @escaping (Result<LoadRead, StoreFailure>) -> Void) {
+        readLoading(completion) { store in try store.channelNames().filter(matches).sorted() }
     }
 
     /// Reads one stored channel for loading (none when absent), off the loop.
-    func readForLoading(named name: String, completion: @escaping (Result<[LoadedChannel], StoreFailure>) -> Void) {
-        readLoading(completion) { store in try store.channel(named: name).map { [$0] } ?? [] }
+    func readForLoading(named name: String, completion: @escaping (Result<LoadRead, StoreFailure>) -> Void) {
+        readLoading(completion) { _ in [name] }
     }
 
-    private func readLoading(_ completion: @escaping (Result<[LoadedChannel], StoreFailure>) -> Void,
-                             records: @escaping @Sendable (any DurableStore) throws -> [ChannelRecord]) {
+    private func readLoading(_ completion: @escaping (Result<LoadRead, StoreFailure>) -> Void,
+                             names: @escaping @Sendable (any DurableStore) throws -> [String]) {
         nextTicket += 1
         let ticket = nextTicket
         pendingLoads[ticket] = completion
         let store = self.store
         let sender = inbox.sender
         DispatchQueue.global().async {
-            let result: Result<[LoadedChannel], StoreFailure>
+            let result: Result<LoadRead, StoreFailure>
             do {
-                result = .success(try records(store).map { record in
-                    let missing = record.seq - record.stateSeq
-                    let events = missing > 0 ? try store.history(channel: record.name, after: record.stateSeq, through: record.seq,
-                                                                 limit: Int(missing)) : []
-                    return LoadedChannel(record: record, events: events)
-                })
+                var read = LoadRead()
+                for name in try names(store) {
+                    do {
+                        guard let record = try store.channel(named: name) else { continue }
+                        let missing = record.seq - record.stateSeq
+                        let events = missing > 0 ? try store.history(channel: name, after: record.stateSeq, through: record.seq,
+                                                                     limit: Int(missing)) : []
+                        read.loaded.append(LoadedChannel(record: record, events: events))
+                    } catch {
+                        read.failed.append((name, "\(error)"))
+                    }
+                }
+                result = .success(read)
             } catch {
                 result = .failure(StoreFailure(error))
             }
@@ -253,6 +282,8 @@ extension Server {
     /// node's own subscribers are relayed from the new owner.
     private func letGo(_ channel: Channel, _ cluster: ClusterNode) {
         let key = channel.key
+        logger.debug("cluster: channel let go", metadata: ["channel": "\(key)", "seq": "\(channel.pipeline.committedSeq)",
+                                                           "owner": "\(cluster.owner(of: key) ?? "-")", "placeholder": "\(channel.loading != nil)"])
         scheduler.cancel(key)
         channels[key] = nil
         idleCandidates[key] = nil
@@ -271,11 +302,20 @@ extension Server {
         // there is one (while fenced, none is known yet: "" until then).
         if subscriptions.subscriberCount(of: key) > 0 {
             let owner = cluster.owner(of: key).flatMap { $0 == config.node ? nil : $0 } ?? ""
-            let relay = RelayedChannel(key: key, owner: owner)
-            relay.seq = channel.pipeline.committedSeq
-            cluster.relays[key] = relay
-            cluster.fabric.follow(key)
-            if !owner.isEmpty { rejoin(relay, cluster) }
+            if let relay = cluster.relays[key] {
+                // A placeholder let go before it was loaded: the relay it was
+                // to replace still knows what its subscribers have seen.
+                if !owner.isEmpty, owner != relay.owner {
+                    relay.owner = owner
+                    rejoin(relay, cluster)
+                }
+            } else if channel.loading == nil {
+                let relay = RelayedChannel(key: key, owner: owner)
+                relay.seq = channel.pipeline.committedSeq
+                cluster.relays[key] = relay
+                cluster.fabric.follow(key)
+                if !owner.isEmpty { rejoin(relay, cluster) }
+            }
         }
     }
 
@@ -283,8 +323,11 @@ extension Server {
     /// channel, to its (new) owner, asking for the events after the relay's seq.
     func rejoin(_ relay: RelayedChannel, announce: Bool = false, _ cluster: ClusterNode) {
         guard let subscribers = subscriptions.subscribers(of: relay.key) else { return }
+        logger.debug("cluster: rejoining", metadata: ["channel": "\(relay.key)", "owner": "\(relay.owner)",
+                                                      "since": "\(relay.seq ?? -1)", "sessions": "\(subscribers.count)"])
         for session in subscribers.members {
-            var fields: [String: JSONValue] = ["type": .string("subscribe"), "channel": .string(relay.key)]
+            // With an id, or the owner's answer would carry no reply (and so no recovered events).
+            var fields: [String: JSONValue] = ["type": .string("subscribe"), "id": .int(0), "channel": .string(relay.key)]
             if let seq = relay.seq { fields["since"] = .int(seq) }
             let header = ForwardedRequest(op: .subscribe, session: session.id, name: session.displayName,
                                           role: session.role, rejoin: true, announce: announce ? true : nil)

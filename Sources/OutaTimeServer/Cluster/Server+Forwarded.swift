@@ -56,7 +56,7 @@ extension Server {
             // Runs the request again once its channel is ready, or answers the failure that ended the wait.
             let retry: (ProtocolError?) -> Void = { [unowned self] failure in
                 if let failure {
-                    self.answer(caller, ForwardedAnswer(push: request.id == nil ? true : nil), body: self.failureBody(id: request.id, failure))
+                    self.answerFailure(caller, request, failure)
                 } else {
                     self.runForwarded(header, request, caller, cluster)
                 }
@@ -88,6 +88,17 @@ extension Server {
                 break
             }
         } catch {
+            answerFailure(caller, request, error)
+        }
+    }
+
+    /// A failed forwarded request: `unavailable` (nothing was changed: the
+    /// channel moved, or could not be read) makes the forwarding node send
+    /// it again to the owner of the moment; any other error is the reply.
+    private func answerFailure(_ caller: RemoteCaller, _ request: Request, _ error: ProtocolError) {
+        if error.code == .unavailable {
+            answer(caller, ForwardedAnswer(moved: true), body: [])
+        } else {
             answer(caller, ForwardedAnswer(push: request.id == nil ? true : nil), body: failureBody(id: request.id, error))
         }
     }
@@ -98,6 +109,8 @@ extension Server {
         let since = try request.optionalInt("since", in: 0...Self.maxSeq)
         let channel = try channelToRead(name, caller)
         guard channel.pipeline.isSettled else { return channel.settleCallbacks.append(retry) }
+        logger.debug("cluster: remote watcher", metadata: ["channel": "\(key)", "node": "\(caller.node)", "rejoin": "\(rejoin)",
+                                                           "since": "\(since ?? -1)", "seq": "\(channel.seq)"])
         if cluster.remote[key]?[caller.session] == nil {
             cluster.remote[key, default: [:]][caller.session] = RemoteWatcher(watcher: caller.watcher, node: caller.node)
             cluster.remoteByNode[caller.node, default: []].insert(RemoteMembership(channel: key, session: caller.session))
@@ -220,7 +233,11 @@ extension Server {
 
     /// Answers a forwarded command once its events are committed (``PendingReply``).
     func answerForwarded(_ request: ClusterRequestID, seq: Int64?, body: [UInt8]) {
-        cluster?.fabric.answer(request, payload: ForwardedAnswer(seq: seq).encoded(body: body))
+        answerForwarded(request, header: ForwardedAnswer(seq: seq), body: body)
+    }
+
+    func answerForwarded(_ request: ClusterRequestID, header: ForwardedAnswer, body: [UInt8]) {
+        cluster?.fabric.answer(request, payload: header.encoded(body: body))
     }
 
     /// The reply frame body for request `id` (empty without an id: nothing is sent).

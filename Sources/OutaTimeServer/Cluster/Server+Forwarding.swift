@@ -103,6 +103,7 @@ extension Server {
             // refusal (the new owner has not taken the channel yet) or no
             // answer sends the rejoins again shortly.
             guard let key = cluster.rejoins.removeValue(forKey: ticket) else { return }
+            logger.debug("cluster: rejoin answered", metadata: ["channel": "\(key)", "result": "\((try? result.get()).map { String(decoding: $0.prefix(80), as: UTF8.self) } ?? "failed")"])
             if case .success(let payload) = result, rejoined(payload, cluster) { return }
             if let relay = cluster.relays[key], relay.rejoinAt == nil { relay.rejoinAt = loop.now + Self.rejoinRetryMs }
             return
@@ -224,7 +225,12 @@ extension Server {
         guard let (header, body) = ForwardedAnswer.decode(payload), header.joined == true else { return false }
         guard let reply = try? JSONValue.parse(Data(body)), case .object(let fields) = reply,
               case .object(let result)? = fields["result"], case .string(let key)? = result["channel"],
-              let relay = cluster.relays[key], case .array(let events)? = result["events"] else { return true }
+              let relay = cluster.relays[key] else { return true }
+        guard case .array(let events)? = result["events"] else {
+            // A full state, not a run of events (too many missed): read the gap from the store.
+            if case .int(let seq)? = result["seq"], let last = relay.seq, seq > last { fillGap(relay, through: seq) }
+            return true
+        }
         for case .object(let event) in events {
             guard case .int(let seq)? = event["seq"], case .string(let name)? = event["event"],
                   case .string(let at)? = event["at"], let data = event["data"],

@@ -38,6 +38,10 @@ extension Server {
     /// An event push of a relayed channel: delivered in seq order, once.
     func relayEvent(_ relay: RelayedChannel, seq: Int64, frame: Frame) {
         guard let cluster, let last = relay.seq else { return }
+        if seq != last + 1 || relay.filling {
+            logger.debug("cluster: relayed event out of turn", metadata: ["channel": "\(relay.key)", "seq": "\(seq)", "relayed": "\(last)",
+                                                                          "filling": "\(relay.filling)"])
+        }
         if seq <= last {
             cluster.counters.relayDuplicates += 1
             return

@@ -9,7 +9,7 @@ enum ServerMessage: Sendable {
     /// A history read finished.
     case historyRead(ticket: UInt64, Result<[HistoryEvent], StoreFailure>)
     /// Cluster mode: stored channels were read for loading.
-    case channelsLoaded(ticket: UInt64, Result<[Server.LoadedChannel], StoreFailure>)
+    case channelsLoaded(ticket: UInt64, Result<Server.LoadRead, StoreFailure>)
     /// Cluster mode: every stored channel was read, for `list`.
     case channelsRead(ticket: UInt64, Result<[ChannelRecord], StoreFailure>)
     /// SIGINT/SIGTERM or ``ServerHandle/shutdown()``.

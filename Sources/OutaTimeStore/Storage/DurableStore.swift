@@ -74,6 +74,12 @@ public protocol DurableStore: AnyObject, Sendable {
     /// One channel, or nil if it was never created.
     func channel(named name: String) throws -> ChannelRecord?
 
+    /// The names of every channel this backend holds, in no set order:
+    /// cheaper than ``loadChannels()`` where a backend can list names alone
+    /// (cluster mode reads each channel of a gained slot on its own, so one
+    /// unreadable channel does not hold the others back).
+    func channelNames() throws -> [String]
+
     /// Up to `limit` events of `channel` with seq in `after + 1 ... through`,
     /// oldest first.
     func history(channel: String, after: Int64, through: Int64, limit: Int) throws -> [EventRecord]
@@ -90,4 +96,7 @@ public protocol DurableStore: AnyObject, Sendable {
 extension DurableStore {
     /// A backend without a link (SQLite, test doubles): its name only.
     public var status: StoreStatus { StoreStatus(backend: backendName) }
+
+    /// From ``loadChannels()``, for backends without a cheaper listing.
+    public func channelNames() throws -> [String] { try loadChannels().map(\.name) }
 }
