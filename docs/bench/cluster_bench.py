@@ -128,6 +128,7 @@ class Bench:
         self.procs = []  # (name, Popen)
         self.cluster = None
         self.notes = []  # odd things seen
+        self.dead = set()  # pids already noted as exited
 
     # ---- processes ----
 
@@ -204,6 +205,23 @@ class Bench:
                 proc.wait()
         if not self.args.keep:
             shutil.rmtree(self.folder, ignore_errors=True)
+
+    def check_alive(self):
+        """Notes (once) every process that exited, with its log's tail."""
+        procs = list(self.procs)
+        if self.cluster:
+            procs += [(name, proc) for name, proc in self.cluster.processes]
+        for name, proc in procs:
+            code = proc.poll()
+            if code is not None and proc.pid not in self.dead:
+                self.dead.add(proc.pid)
+                folder = self.cluster.folder if self.cluster and (name, proc) in self.cluster.processes else self.folder
+                try:
+                    tail = open(os.path.join(folder, f"{name}.log"), errors="replace").read()[-3000:]
+                except OSError:
+                    tail = ""
+                self.notes.append(f"{name} (pid {proc.pid}) exited with {code}; log tail:\n{tail}")
+                print(f"!! {name} (pid {proc.pid}) exited with {code}; log tail:\n{tail}", flush=True)
 
     # ---- setups ----
 
@@ -378,6 +396,7 @@ def main():
                     r = bench.commands(setup)
                 r["scenario"], r["setup"], r["round"] = scenario, setup, round_no
                 results.append(r)
+                bench.check_alive()
                 metric = "deliveries_per_s" if scenario == "fanout" else "commands_per_s"
                 extra = ""
                 if "cluster_delta" in r:
