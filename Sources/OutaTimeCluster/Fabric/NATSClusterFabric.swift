@@ -301,13 +301,26 @@ public final class NATSClusterFabric: ClusterFabric {
 }
 
 /// Where events go: the closure given to ``NATSClusterFabric/start(deliver:)``.
+///
+/// The closure is kept in a class, not as the Mutex's value: a closure
+/// stored as a generic value and read with `withLock { $0 }` (an `inout`
+/// of a function type) is reabstracted on the way in and written back
+/// wrapped in two more thunks on every read, so each call went through
+/// all the thunks of the calls before it (quadratic; the stack grows with
+/// it). `docs/bench/cluster_bench.py` found it: a node's relay slowed down
+/// run after run and one node died.
 final class FabricSink: Sendable {
-    private let target = Mutex<(@Sendable (ClusterFabricEvent) -> Void)?>(nil)
+    private final class Target: Sendable {
+        let deliver: @Sendable (ClusterFabricEvent) -> Void
+        init(_ deliver: @escaping @Sendable (ClusterFabricEvent) -> Void) { self.deliver = deliver }
+    }
 
-    func set(_ deliver: @escaping @Sendable (ClusterFabricEvent) -> Void) { target.withLock { $0 = deliver } }
+    private let target = Mutex<Target?>(nil)
+
+    func set(_ deliver: @escaping @Sendable (ClusterFabricEvent) -> Void) { target.withLock { $0 = Target(deliver) } }
 
     func callAsFunction(_ event: ClusterFabricEvent) {
-        target.withLock { $0 }?(event)
+        target.withLock { $0 }?.deliver(event)
     }
 }
 

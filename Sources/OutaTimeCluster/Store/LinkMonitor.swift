@@ -16,8 +16,14 @@ final class LinkMonitor: Sendable {
     }
 
     private let state = Mutex(State())
-    /// Reads the connected server's URL (set once the connection exists).
-    private let urlSource = Mutex<(@Sendable () -> String?)?>(nil)
+    /// Reads the connected server's URL (set once the connection exists);
+    /// in a class, as ``FabricSink``'s closure, so a read does not wrap it again.
+    private final class URLSource: Sendable {
+        let read: @Sendable () -> String?
+        init(_ read: @escaping @Sendable () -> String?) { self.read = read }
+    }
+
+    private let urlSource = Mutex<URLSource?>(nil)
 
     /// The options' callbacks, wired to this monitor.
     func wire(_ options: inout NATSConnectionOptions) {
@@ -29,7 +35,7 @@ final class LinkMonitor: Sendable {
     /// The connection is made: connected to `url`, unless a callback
     /// already said otherwise.
     func connected(url: String?, source: @escaping @Sendable () -> String?) {
-        urlSource.withLock { $0 = source }
+        urlSource.withLock { $0 = URLSource(source) }
         state.withLock { state in
             state.link.url = url
             if !state.eventSeen { state.link.connected = true }
@@ -47,7 +53,7 @@ final class LinkMonitor: Sendable {
     }
 
     func reconnected() {
-        let url = urlSource.withLock { $0 }?()
+        let url = urlSource.withLock { $0 }?.read()
         state.withLock { state in
             state.eventSeen = true
             guard !state.link.closed else { return }
