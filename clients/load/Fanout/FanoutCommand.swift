@@ -13,6 +13,11 @@ struct FanoutCommand: ParsableCommand {
         --messages publishes whose data carries a sequence number and the send time. Each subscriber \
         checks every sequence number arrives exactly once; latency is send → receive in this process. \
         Without --rate the publisher stays at most --window messages ahead of the slowest subscriber.
+
+        With --subscriber-ports P1,P2,… the subscribers connect round-robin to those ports on --host \
+        (subscriber i to port i mod n), while the publisher stays on --port: for the nodes of a cluster, \
+        which all serve every channel. --channel names the channel instead of a fresh one (say, one whose \
+        owner node is known); it must carry no earlier messages of a load run.
         """
     )
 
@@ -33,6 +38,29 @@ struct FanoutCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Most messages the publisher may be ahead of the slowest subscriber.", valueName: "count"))
     var window: Int = 1_000
 
+    @Option(help: ArgumentHelp("""
+        Comma-separated ports on --host the subscribers connect to, round-robin (default: --port, as the \
+        publisher); the publisher always uses --port.
+        """, valueName: "ports"))
+    var subscriberPorts: String?
+
+    @Option(help: ArgumentHelp("Channel to use (default: a fresh starport/load-<random>).", valueName: "channel"))
+    var channel: String?
+
+    /// --subscriber-ports as numbers; empty when not given.
+    var subscriberPortList: [Int] {
+        get throws {
+            guard let subscriberPorts else { return [] }
+            return try subscriberPorts.split(separator: ",", omittingEmptySubsequences: false).map { text in
+                let trimmed = text.trimmingCharacters(in: .whitespaces)
+                guard let port = Int(trimmed), (1...65535).contains(port) else {
+                    throw ValidationError("--subscriber-ports: '\(trimmed)' is not a port 1…65535")
+                }
+                return port
+            }
+        }
+    }
+
     func validate() throws {
         try options.validateShared()
         guard subscribers >= 1 else { throw ValidationError("--subscribers must be at least 1, got \(subscribers)") }
@@ -40,18 +68,35 @@ struct FanoutCommand: ParsableCommand {
         guard (0...60_000).contains(size) else { throw ValidationError("--size must be 0…60000 bytes, got \(size)") }
         guard window >= 1 else { throw ValidationError("--window must be at least 1, got \(window)") }
         if let rate, rate <= 0 { throw ValidationError("--rate must be positive, got \(rate)") }
+        _ = try subscriberPortList
+        if let channel, channel.isEmpty || channel.contains("\"") || channel.contains("\\") {
+            throw ValidationError("--channel must be a non-empty channel name without quotes or backslashes")
+        }
     }
 
     func run() throws {
         let (address, fileLimit) = try options.prepareRun()
-        let channel = "starport/load-" + String(UUID().uuidString.lowercased().prefix(8))
+        let ports = try subscriberPortList
+        let subscriberAddresses: [SocketAddress]
+        do {
+            subscriberAddresses = ports.isEmpty ? [address]
+                : try ports.map { try AddressLookup.resolve(host: options.host, port: $0) }
+        } catch {
+            Report.progress("outatime-load: \(error)")
+            throw ExitCode(3)
+        }
+        let channel = self.channel ?? "starport/load-" + String(UUID().uuidString.lowercased().prefix(8))
         let loops = min(options.loops, subscribers)
         let tallies = (0..<loops).map { index in
             FanoutTally(subscriberCount: LoadOptions.share(of: subscribers, loop: index, loops: loops))
         }
+        var firstSubscriber = 0
         let plans = tallies.enumerated().map { index, tally in
-            FanoutPlan(index: index, address: address, channel: channel, subscribers: tally.subscriberCount,
-                       messages: messages, payloadSize: size, window: window, rate: rate, hostsPublisher: index == 0)
+            defer { firstSubscriber += tally.subscriberCount }
+            return FanoutPlan(index: index, address: address, subscriberAddresses: subscriberAddresses,
+                              firstSubscriber: firstSubscriber, channel: channel,
+                              subscribers: tally.subscriberCount, messages: messages, payloadSize: size,
+                              window: window, rate: rate, hostsPublisher: index == 0)
         }
         let directory = WorkerDirectory<WorkerOrder>()
         let threads = WorkerThreads(count: loops, makeWorker: { index, loop in
@@ -90,6 +135,7 @@ struct FanoutCommand: ParsableCommand {
                 "ok": !failed,
             ]
             if let rate { object["rate"] = rate }
+            if !ports.isEmpty { object["subscriber_ports"] = ports }
             if let fileLimit { object["open_file_limit"] = fileLimit }
             if let firstError { object["first_error"] = firstError }
             Report.printJSON(object)
@@ -106,7 +152,8 @@ struct FanoutCommand: ParsableCommand {
             ]
             if outcome.stalled { rows.append(("stalled", "no delivery for \(options.stallTimeout) s")) }
             if let firstError { rows.append(("first error", firstError)) }
-            print(Report.table("fanout \(channel): \(subscribers) subscribers × \(messages) messages of \(size) B, \(loops) loops",
+            let spread = ports.isEmpty ? "" : ", subscribers over ports " + ports.map(String.init).joined(separator: ",")
+            print(Report.table("fanout \(channel): \(subscribers) subscribers × \(messages) messages of \(size) B, \(loops) loops\(spread)",
                                rows))
         }
         if failed { throw ExitCode(1) }

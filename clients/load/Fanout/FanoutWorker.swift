@@ -4,7 +4,12 @@ import UV
 /// What one fan-out worker does; fixed before its thread starts.
 struct FanoutPlan: Sendable {
     let index: Int
+    /// The publisher's server.
     let address: SocketAddress
+    /// The servers subscribers connect to, round-robin by subscriber number over the whole run.
+    let subscriberAddresses: [SocketAddress]
+    /// The run-wide number of this worker's first subscriber.
+    let firstSubscriber: Int
     let channel: String
     let subscribers: Int
     let messages: Int
@@ -88,7 +93,8 @@ final class FanoutWorker {
         subscribers.append(subscriber)
         connection.onFailure = { [unowned self] reason in self.tally.recordError("subscriber: \(reason)") }
         connection.onFrame = { [unowned self, unowned subscriber] body in self.received(body, by: subscriber) }
-        connection.open(plan.address) { [unowned self] in
+        let address = plan.subscriberAddresses[(plan.firstSubscriber + number) % plan.subscriberAddresses.count]
+        connection.open(address) { [unowned self] in
             connection.enqueue(body: Array(LoadConnection.hello(name: "load-sub-\(self.plan.index)-\(number)").utf8))
             connection.send(#"{"type":"subscribe","id":2,"channel":"\#(self.plan.channel)"}"#)
         }
