@@ -285,12 +285,16 @@ class Client:
 
         Raises :class:`OutaTimeError` with the server's code when ``hello`` is
         refused (``unauthorized``, ``unsupported_protocol``,
-        ``invalid_request``); the connection is then closed.
+        ``invalid_request``); the connection is then closed. Pushes still
+        queued from an earlier connection stay readable (see :meth:`recover`).
         """
         if self._sock is not None:
             raise OutaTimeError("already_connected", "this client is already connected; close() it first")
         self._buf.clear()
-        self._pushes.clear()
+        # Pushes received on the previous connection and not read yet stay
+        # queued: the trackers have applied them, so recovery resumes after
+        # them (``since`` = their seq), and clearing them here would leave a
+        # silent gap in what next_push() returns.
         self._replies.clear()
         self.bye_reason = None
         self.hello = {}

@@ -764,6 +764,27 @@ class RecoveryTest(ServerTestCase):
         self.assertEqual(r["state"]["destination_time"], "1885-09-02T08:00:00Z")
         self.assertEqual((tracker.seq, tracker.snapshot_seq, tracker.events), (4, 4, []))
 
+    def test_reconnect_keeps_pushes_not_yet_read(self) -> None:
+        # Pushes read off the socket but not yet taken with next_push() when
+        # the connection drops stay queued across connect(): recovery resumes
+        # after them (the tracker's seq), so dropping them would be a gap.
+        a = self.client(name="Marty")
+        b = self.client(name="Doc")
+        a.subscribe(self.CH)
+        self.set_dest(b, "1985-10-26T01:21:00Z")
+        self.set_dest(b, "1955-11-12T22:04:00Z")
+        deadline = time.monotonic() + PUSH_TIMEOUT
+        while a.channels[self.CH].seq < 2 and time.monotonic() < deadline:
+            a.ping()  # reads the socket: the events are queued, not taken
+        self.assertEqual(a.channels[self.CH].seq, 2)
+        a.close()
+        self.set_dest(b, "2015-10-21T23:29:00Z")
+        a.connect()
+        r = a.recover(self.CH)
+        self.assertEqual([e["seq"] for e in r["events"]], [3])
+        queued = [a.next_push(timeout=0) for _ in range(a.pending_pushes())]
+        self.assertEqual([p["seq"] for p in queued if p["type"] == "event"], [1, 2])
+
     def test_recovery_across_a_server_restart(self) -> None:
         a = self.client(name="Marty")
         a.subscribe(self.CH)
