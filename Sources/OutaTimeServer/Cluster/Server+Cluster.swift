@@ -209,22 +209,32 @@ extension Server {
         let missing = loaded.events.filter { $0.seq > from }
         guard missing.count == Int(loaded.record.seq - from) else {
             // Older than the stored state: read them (rare: a relay that far behind).
-            let through = loaded.record.seq
-            readHistory(channel: relay.key, after: from, through: through, limit: Int(through - from)) { [unowned self] result in
-                guard case .success(let events) = result else { return }
-                for event in events {
-                    guard let frame = try? self.encoder.frame(EventMessage(channel: relay.key, seq: event.seq, event: event.event,
-                                                                             data: event.data, at: event.at)) else { continue }
-                    for session in subscribers.members { _ = session.queue(frame, limit: self.config.outputLimitBytes) }
-                }
-            }
+            queueStoredEvents(of: relay.key, after: from, through: loaded.record.seq, to: Array(subscribers.members))
             return
         }
         for event in missing {
-            guard let frame = try? encoder.frame(EventMessage(channel: relay.key, seq: event.seq, event: event.event,
-                                                              data: RawJSON(validJSON: event.data.text), at: event.at)) else { continue }
+            guard let frame = eventFrame(relay.key, seq: event.seq, event: event.event, data: RawJSON(validJSON: event.data.text),
+                                         at: event.at) else { continue }
             for session in subscribers.members { _ = session.queue(frame, limit: config.outputLimitBytes) }
         }
+    }
+
+    /// Reads `key`'s events after `after` through `through` from the store
+    /// (off the loop) and queues them to `sessions`: subscribers behind what
+    /// the relay kept.
+    func queueStoredEvents(of key: String, after: Int64, through: Int64, to sessions: [Session]) {
+        readHistory(channel: key, after: after, through: through, limit: Int(through - after)) { [unowned self] result in
+            guard case .success(let events) = result else { return }
+            for event in events {
+                guard let frame = self.eventFrame(key, seq: event.seq, event: event.event, data: event.data, at: event.at) else { continue }
+                for session in sessions { _ = session.queue(frame, limit: self.config.outputLimitBytes) }
+            }
+        }
+    }
+
+    /// An `event` push of `key`, encoded (nil if it does not encode).
+    func eventFrame<Data: Encodable & Sendable>(_ key: String, seq: Int64, event: String, data: Data, at: String) -> Frame? {
+        try? encoder.frame(EventMessage(channel: key, seq: seq, event: event, data: data, at: at))
     }
 
     /// Stored channels read for loading: those read, and those that could not be.

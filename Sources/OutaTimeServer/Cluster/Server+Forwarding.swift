@@ -205,14 +205,7 @@ extension Server {
         if missed.count == Int(at - seq) {
             for event in missed { _ = session.queue(event.frame, limit: config.outputLimitBytes) }
         } else {
-            readHistory(channel: key, after: seq, through: at, limit: Int(at - seq)) { [unowned self] result in
-                guard case .success(let events) = result else { return }
-                for event in events {
-                    guard let frame = try? self.encoder.frame(EventMessage(channel: key, seq: event.seq, event: event.event,
-                                                                             data: event.data, at: event.at)) else { continue }
-                    _ = session.queue(frame, limit: self.config.outputLimitBytes)
-                }
-            }
+            queueStoredEvents(of: key, after: seq, through: at, to: [session])
         }
     }
 
@@ -234,7 +227,7 @@ extension Server {
         for case .object(let event) in events {
             guard case .int(let seq)? = event["seq"], case .string(let name)? = event["event"],
                   case .string(let at)? = event["at"], let data = event["data"],
-                  let frame = try? encoder.frame(EventMessage(channel: key, seq: seq, event: name, data: data, at: at)) else { continue }
+                  let frame = eventFrame(key, seq: seq, event: name, data: data, at: at) else { continue }
             relayEvent(relay, seq: seq, frame: frame)
         }
         return true

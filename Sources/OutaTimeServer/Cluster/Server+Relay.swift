@@ -90,8 +90,8 @@ extension Server {
             guard self.cluster?.relays[relay.key] === relay else { return }
             if case .success(let events) = result {
                 for event in events where event.seq == (relay.seq ?? 0) + 1 {
-                    guard let frame = try? self.encoder.frame(EventMessage(channel: relay.key, seq: event.seq, event: event.event,
-                                                                             data: event.data, at: event.at)) else { continue }
+                    guard let frame = self.eventFrame(relay.key, seq: event.seq, event: event.event, data: event.data,
+                                                      at: event.at) else { continue }
                     self.deliverEvent(relay, seq: event.seq, frame: frame)
                 }
             } else {
@@ -117,8 +117,7 @@ extension Server {
         }
         for (offset, event) in batch.events.enumerated() {
             let seq = batch.firstSeq + Int64(offset)
-            guard let frame = try? encoder.frame(EventMessage(channel: channel.key, seq: seq, event: event.name,
-                                                              data: event.json, at: batch.times[offset])) else { continue }
+            guard let frame = eventFrame(channel.key, seq: seq, event: event.name, data: event.json, at: batch.times[offset]) else { continue }
             relayEvent(relay, seq: seq, frame: frame)
         }
         return (relay.seq ?? 0) < batch.lastSeq && !batch.replies.isEmpty
