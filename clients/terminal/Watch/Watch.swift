@@ -17,7 +17,14 @@ struct Watch: ParsableCommand {
             for no colours. When stdout is not a terminal, every event, tick, presence and \
             connection change is printed as one line; with --json (on a terminal too) as one \
             JSON object a line: each push as the server sends it, and objects of type sync, \
-            connection and error. A server that cannot be reached, or that refuses the \
+            connection and error. With --jsonl, one JSON object a line of what the board shows, \
+            for scripts: connection changes with the reason, each panel turning stale or live \
+            (with the age of its data), the values shown after every event and tick, each \
+            event's seq; every object has mono_ms and wall timestamps (the format is at the top \
+            of clients/terminal/Watch/WatchJSONL.swift). \
+            A panel whose data stopped (no tick while a car accelerates, a countdown runs or a \
+            stopwatch runs; a silent or lost connection) is dimmed and marked STALE with the age \
+            of what it shows. A server that cannot be reached, or that refuses the \
             connection, ends it (exit 3, or 1 for a refusal such as a token it does not accept); \
             once connected, a lost connection is retried.
 
@@ -32,6 +39,13 @@ struct Watch: ParsableCommand {
     @Option(name: .customLong("for"), help: ArgumentHelp("Quit after this many seconds.", valueName: "seconds"))
     var duration: Double?
 
+    @Flag(help: """
+        One JSON object a line of what the board shows (connection with reasons, stale/live \
+        per panel with ages, values shown, events with seq), each with mono_ms and wall \
+        timestamps; for scripts such as tools/wan_trials.py.
+        """)
+    var jsonl = false
+
     @OptionGroup var options: ConnectionOptions
 
     func run() throws {
@@ -42,8 +56,8 @@ struct Watch: ParsableCommand {
         var clientOptions = options.clientOptions
         clientOptions.reconnect = true
         let session = WatchSession(loop: loop, options: clientOptions, channels: channels,
-                                   interactive: !options.json && TTY.isTerminal(1) && TTY.isTerminal(0),
-                                   json: options.json)
+                                   interactive: !options.json && !jsonl && TTY.isTerminal(1) && TTY.isTerminal(0),
+                                   json: options.json, jsonl: jsonl)
         try session.start(duration: duration)
         _ = loop.run()
         session.restoreTerminal()
@@ -63,6 +77,24 @@ final class WatchSession {
     let interactive: Bool
     /// Lines as JSON objects (`--json`) instead of text.
     let json: Bool
+    /// What the board shows as JSON lines (`--jsonl`, WatchJSONL.swift).
+    let jsonl: Bool
+    /// What each panel was promised and when its data came.
+    var liveness = WatchLiveness()
+    /// Re-judges staleness and sends liveness pings while nothing arrives.
+    private var pulse: UV.Timer?
+    /// Loop time the watcher's own liveness `ping` went out, while unanswered.
+    private var probeSentAt: UInt64?
+    private var probeSerial = 0
+    /// The smoothed round-trip time of those pings.
+    private var rttMs: UInt64?
+    /// Why the connection last dropped after being ready, and the silence
+    /// before it; kept across the failed attempts that follow.
+    private var lastDrop: (reason: DisconnectReason, silenceMs: UInt64?)?
+    /// When the connection came back after a drop, and what the
+    /// resubscriptions brought: events replayed, channels reloaded in full.
+    private var recovery: (at: Date, replayed: Int, reloaded: Int)?
+    private var wasReady = false
     var board: WatchBoard
     /// Why the run ended badly: the message and exit status.
     private(set) var failure: (message: String, code: Int32)?
@@ -78,11 +110,12 @@ final class WatchSession {
     private var viewing: Set<String> = []
     private var finished = false
 
-    init(loop: Loop, options: ClientOptions, channels: [String], interactive: Bool, json: Bool = false) {
+    init(loop: Loop, options: ClientOptions, channels: [String], interactive: Bool, json: Bool = false, jsonl: Bool = false) {
         self.loop = loop
         self.options = options
         self.interactive = interactive
         self.json = json
+        self.jsonl = jsonl
         connection = OutaTimeConnection(loop: loop, options: options)
         board = WatchBoard(server: "\(options.host):\(options.port)", channels: channels)
     }
@@ -99,6 +132,14 @@ final class WatchSession {
             handles.append(timer)
         }
         if interactive { try startTerminal() }
+        let pulse = UV.Timer(loop: loop)
+        pulse.start(timeoutMs: Self.pulseMs, repeatMs: Self.pulseMs) { [unowned self] in
+            loop.updateTime()
+            probe()
+            evaluate()
+        }
+        self.pulse = pulse
+        handles.append(pulse)
         wire()
         connection.connect()
         for channel in board.channels {
@@ -114,36 +155,204 @@ final class WatchSession {
 
     private func wire() {
         connection.onStateChange = { [unowned self] state in
+            loop.updateTime()
+            let silence = connection.lastFrameAtMs.map { loop.now &- min($0, loop.now) }
             switch state {
             case .ready:
                 board.selfSession = connection.hello?.session
-                board.connection = everConnected ? "recovered" : "connected"
-                if everConnected { reviewTimers() }
+                if everConnected {
+                    recovery = (Date(), 0, 0)
+                    reviewTimers()
+                }
                 everConnected = true
-            case .reconnecting(let attempt, _): board.connection = "reconnecting… attempt \(attempt)"
-            case .connecting: board.connection = everConnected ? "reconnecting…" : "connecting…"
-            case .closed(let reason): board.connection = "closed" + (reason.map { ": \($0)" } ?? "")
-            case .idle: break
+                wasReady = true
+            case .reconnecting, .closed:
+                // The first failure after a ready connection is why it
+                // dropped; later failed attempts do not replace it.
+                if wasReady, let reason = connection.lastDisconnect { lastDrop = (reason, silence) }
+                wasReady = false
+                recovery = nil
+            case .connecting, .idle: break
             }
-            line(json ? WatchJSON.connection(state, host: options.host, port: options.port)
-                 : WatchLines.connection(state, host: options.host, port: options.port))
+            board.connection = connectionLine(state)
+            if jsonl {
+                emit("connection", WatchJSONL.connection(state, recovered: state == .ready && recovery != nil,
+                                                         drop: state == .connecting && !everConnected ? nil : lastDrop))
+            } else {
+                line(json ? WatchJSON.connection(state, host: options.host, port: options.port, drop: lastDrop)
+                     : WatchLines.connection(state, host: options.host, port: options.port, drop: lastDrop))
+            }
+            evaluate()
             ended(state)
             changed()
         }
-        connection.onEvent = { [unowned self] event in line(json ? WatchJSON.event(event) : WatchLines.event(event)); changed() }
-        connection.onTick = { [unowned self] tick in line(json ? WatchJSON.tick(tick) : WatchLines.tick(tick)); changed() }
+        connection.onEvent = { [unowned self] event in
+            line(json ? WatchJSON.event(event) : WatchLines.event(event))
+            if jsonl { emit("event", WatchJSONL.event(event)) }
+            stateChanged(event.channel)
+        }
+        connection.onTick = { [unowned self] tick in
+            line(json ? WatchJSON.tick(tick) : WatchLines.tick(tick))
+            loop.updateTime()
+            liveness.ticked(tick.channel, nowMs: loop.now)
+            evaluate()
+            emitShown(tick.channel)
+            changed()
+        }
         connection.onPresence = { [unowned self] change in
             line(json ? WatchJSON.presence(change) : WatchLines.presence(change))
             changed()
         }
-        connection.onSync = { [unowned self] sync in line(json ? WatchJSON.sync(sync) : WatchLines.sync(sync)); changed() }
+        connection.onSync = { [unowned self] sync in
+            line(json ? WatchJSON.sync(sync) : WatchLines.sync(sync))
+            if jsonl { emit("sync", WatchJSONL.sync(sync)) }
+            if var recovery {
+                switch sync.method {
+                case .recovered(let events): recovery.replayed += events
+                case .reloaded: recovery.reloaded += 1
+                case .snapshot: break
+                }
+                self.recovery = recovery
+                board.connection = connectionLine(connection.state)
+            }
+            stateChanged(sync.channel)
+        }
         connection.onSubscriptionFailed = { [unowned self] channel, error in say("\(channel): \(error)") }
         connection.onServerError = { [unowned self] error in say("server: \(error.code): \(error.message)") }
     }
 
+    /// The connection part of the title line: what it is doing, why it
+    /// reconnects, when it recovered and what that brought.
+    private func connectionLine(_ state: ConnectionState) -> String {
+        let why = lastDrop.map { $0.reason.explanation(silenceMs: $0.silenceMs) }
+        switch state {
+        case .ready:
+            guard let recovery else { return "connected" }
+            let clock = Self.clock.string(from: recovery.at)
+            var text = "recovered \(clock)"
+            if recovery.reloaded > 0 {
+                text += ", state reloaded" + (recovery.reloaded > 1 ? " (\(recovery.reloaded) channels)" : "")
+            }
+            if recovery.replayed > 0 || recovery.reloaded == 0 {
+                text += ", \(recovery.replayed) event\(recovery.replayed == 1 ? "" : "s") replayed"
+            }
+            return text + (why.map { " (after \($0))" } ?? "")
+        case .reconnecting(let attempt, let delay):
+            var text = "reconnecting, attempt \(attempt) in \(DisconnectReason.seconds(delay))"
+            if let why { text += ": " + why }
+            if attempt > 1, let last = connection.lastDisconnect, last != lastDrop?.reason { text += "; last try: \(last)" }
+            return text
+        case .connecting: return everConnected ? "reconnecting…" + (why.map { ": " + $0 } ?? "") : "connecting…"
+        case .closed(let reason): return "closed" + (reason.map { ": " + $0.explanation(silenceMs: lastDrop?.silenceMs) } ?? "")
+        case .idle: return "connecting…"
+        }
+    }
+
+    /// `12:03:04`, local time.
+    private static let clock: DateFormatter = {
+        let formatter = DateFormatter()
+        formatter.dateFormat = "HH:mm:ss"
+        return formatter
+    }()
+
+    /// How often staleness is judged again (and the ages on screen move on).
+    static let pulseMs: UInt64 = 200
+    /// Silence after which the watcher pings the server itself: an idle
+    /// board gets no pushes, and only a ping tells a quiet server from a
+    /// dead link (issue 27). Pushes make pings needless: a busy board sends none.
+    static let probeAfterMs: UInt64 = 1_000
+
+    /// Sends a liveness `ping` when nothing arrived for ``probeAfterMs`` and
+    /// none is out. It has no deadline of its own: while it is out, the
+    /// link counts as silent (``Staleness/link(_:nowMs:)``); a dropped
+    /// connection fails it.
+    private func probe() {
+        guard connection.isReady, case .ready = connection.state, probeSentAt == nil else { return }
+        let silence = loop.now &- min(connection.lastFrameAtMs ?? loop.now, loop.now)
+        guard silence >= Self.probeAfterMs else { return }
+        probeSerial += 1
+        let serial = probeSerial
+        let sentAt = loop.now
+        probeSentAt = sentAt
+        connection.request("ping", timeoutMs: 3_600_000) { [unowned self] result in
+            guard serial == probeSerial else { return }
+            probeSentAt = nil
+            if case .success = result {
+                loop.updateTime()
+                let sample = loop.now &- sentAt
+                rttMs = rttMs.map { ($0 * 7 + sample) / 8 } ?? sample
+            }
+            evaluate()
+        }
+    }
+
+    /// A channel's mirror took an event or a subscribe result.
+    private func stateChanged(_ channel: String) {
+        loop.updateTime()
+        liveness.stateChanged(channel, mirror: connection.mirror(channel), nowMs: loop.now)
+        evaluate()
+        emitShown(channel)
+        changed()
+    }
+
+    /// Judges the link and every panel now; reports what turned stale or
+    /// live, and redraws while anything is stale (its age moves on).
+    private func evaluate() {
+        let now = loop.now
+        let link = LinkLiveness(isReady: connection.isReady && connection.state == .ready,
+                                lastFrameAtMs: connection.lastFrameAtMs, pingSentAtMs: probeSentAt, rttMs: rttMs)
+        let linkVerdict = Staleness.link(link, nowMs: now)
+        var moved = false
+        if linkVerdict.isLive != board.link.isLive || Self.cause(linkVerdict) != Self.cause(board.link) {
+            moved = true
+            if jsonl { emit("link", WatchJSONL.verdict(linkVerdict)) }
+            if !interactive && !jsonl { line(WatchLines.link(linkVerdict)) }
+        }
+        board.link = linkVerdict
+        var anyStale = !linkVerdict.isLive
+        for channel in board.channels {
+            let verdict = liveness.freshness(channel, link: link, nowMs: now)
+            let before = board.freshness[channel]
+            if before == nil || before?.isLive != verdict.isLive || Self.cause(before!) != Self.cause(verdict) {
+                if before != nil || !verdict.isLive {
+                    moved = true
+                    if jsonl {
+                        var fields = WatchJSONL.verdict(verdict)
+                        fields["channel"] = .string(channel)
+                        emit("freshness", fields)
+                    }
+                    if !interactive && !jsonl { line(WatchLines.freshness(channel, verdict)) }
+                }
+            }
+            board.freshness[channel] = verdict
+            anyStale = anyStale || !verdict.isLive
+        }
+        if moved || anyStale { changed() }
+    }
+
+    private static func cause(_ freshness: Freshness) -> StaleCause? {
+        if case .stale(_, let why) = freshness { return why }
+        return nil
+    }
+
+    /// `--jsonl`: what `channel`'s panel shows now.
+    private func emitShown(_ channel: String) {
+        guard jsonl, let mirror = connection.mirror(channel), mirror.state != nil else { return }
+        var fields: [String: JSONValue] = ["channel": .string(channel), "seq": .int(mirror.seq),
+                                           "values": WatchJSONL.shown(mirror, at: Date())]
+        fields["live"] = .bool(board.freshness[channel]?.isLive ?? true)
+        emit("shown", fields)
+    }
+
+    /// `--jsonl`: one object, stamped.
+    private func emit(_ type: String, _ fields: [String: JSONValue]) {
+        guard jsonl, !finished || type == "connection" else { return }
+        writeAll(WatchJSONL.line(type, monoMs: loop.now, wall: Date(), fields) + "\n")
+    }
+
     /// A line for the non-terminal mode, flushed at once.
     private func line(_ text: String) {
-        guard !interactive else { return }
+        guard !interactive, !jsonl else { return }
         writeAll(DisplayWidth.sanitized(text) + "\n")  // one line: a server's control characters become �
     }
 
@@ -151,7 +360,11 @@ final class WatchSession {
     private func say(_ text: String) {
         guard !finished else { return }  // requests cut short by the end, not news
         board.status = text
-        if !interactive { writeAll(json ? WatchJSON.error(text) + "\n" : "error \(DisplayWidth.sanitized(text))\n") }
+        if jsonl {
+            emit("error", ["message": .string(text)])
+        } else if !interactive {
+            writeAll(json ? WatchJSON.error(text) + "\n" : "error \(DisplayWidth.sanitized(text))\n")
+        }
         changed()
     }
 
