@@ -23,10 +23,15 @@ public struct TickPromise: Sendable, Equatable {
         self.sinceMs = sinceMs
     }
 
-    /// How late promised data may be before the view says it is stale:
-    /// three cadences, at least a second (a jittery WAN delivers 100 ms
-    /// ticks in bunches; p99 delay was 138–220 ms at 80 ms RTT).
-    public var limitMs: UInt64 { max(3 * cadenceMs, Staleness.minimumLimitMs) }
+    /// How old the data shown may get before the view says it is stale:
+    /// three cadences, or one cadence and a second of lateness if that is
+    /// less, and at least a second. A jittery WAN delivers 100 ms ticks in
+    /// bunches (p99 delay 138–220 ms at 80 ms RTT), so 1 s for a car or a
+    /// stopwatch; a countdown's second may be 1 s late: 2 s (issue 27: never
+    /// values older than 2 s shown as live).
+    public var limitMs: UInt64 {
+        max(min(3 * cadenceMs, cadenceMs + Staleness.minimumLimitMs), Staleness.minimumLimitMs)
+    }
 }
 
 /// The connection as the liveness rules see it.
@@ -80,16 +85,19 @@ public enum Staleness {
     /// How long a ping may stay unanswered, at least, before the link counts
     /// as silent: a slow link's reply is not a dead one.
     public static let minimumPingWaitMs: UInt64 = 500
+    /// How long a ping may stay unanswered, at most: a round-trip estimate
+    /// spoilt by a congested moment must not hide a cut for long.
+    public static let maximumPingWaitMs: UInt64 = 3_000
 
     /// The connection's own verdict: stale while not ready; stale when a
-    /// ping is out unanswered for max(0.5 s, 3 RTT) and nothing at all
+    /// ping is out unanswered for 3 RTT (within 0.5…3 s) and nothing at all
     /// arrived for 1.5 s. The age is the time since the last frame.
     public static func link(_ link: LinkLiveness, nowMs: UInt64) -> Freshness {
         let silence = link.lastFrameAtMs.map { nowMs &- min($0, nowMs) } ?? 0
         guard link.isReady else { return .stale(ageMs: silence, why: .disconnected) }
         guard let ping = link.pingSentAtMs else { return .live }
         let waited = nowMs &- min(ping, nowMs)
-        let patience = max(minimumPingWaitMs, 3 * (link.rttMs ?? 0))
+        let patience = max(minimumPingWaitMs, min(3 * (link.rttMs ?? 0), maximumPingWaitMs))
         return silence >= silentLinkMs && waited >= patience ? .stale(ageMs: silence, why: .silentLink) : .live
     }
 

@@ -277,10 +277,12 @@ final class WatchSession {
         connection.request("ping", timeoutMs: 3_600_000) { [unowned self] result in
             guard serial == probeSerial else { return }
             probeSentAt = nil
-            if case .success = result {
+            if case .success = result, board.link.isLive {
+                // A reply that waited out a silence measures the outage, not
+                // the path; one slow reply moves the estimate only so far.
                 loop.updateTime()
                 let sample = loop.now &- sentAt
-                rttMs = rttMs.map { ($0 * 7 + sample) / 8 } ?? sample
+                rttMs = rttMs.map { ($0 * 7 + min(sample, 2 * $0 + 100)) / 8 } ?? sample
             }
             evaluate()
         }

@@ -53,7 +53,9 @@ struct WatchLiveness {
     /// The promise `channel`'s panel holds now, if its state ticks.
     func promise(_ channel: String) -> TickPromise? {
         guard let panel = panels[channel], let cadence = panel.cadenceMs else { return nil }
-        let observed = UInt64(panel.observedGapMs ?? 0)
+        // Only the configurable cadences (a car's, a stopwatch's) follow what
+        // is seen, up to a second; a countdown ticks each second by definition.
+        let observed = cadence < 1_000 ? min(UInt64(panel.observedGapMs ?? 0), 1_000) : 0
         return TickPromise(cadenceMs: max(cadence, observed), sinceMs: panel.sinceMs)
     }
 
