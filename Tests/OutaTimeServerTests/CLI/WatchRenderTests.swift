@@ -118,4 +118,23 @@ struct WatchRenderTests {
                                       drop: (.unresponsive, 3_140))
                 == "connection reconnecting attempt 1 in 200 ms (link lost: nothing for 3.1 s)")
     }
+
+    @Test("the title line says why it reconnects and when it recovered, with what the recovery brought")
+    func connectionLine() {
+        let lost: (reason: DisconnectReason, silenceMs: UInt64?) = (.unresponsive, 3_140)
+        #expect(WatchBoard.connectionLine(.reconnecting(attempt: 1, delayMs: 800), everConnected: true, lastDrop: lost,
+                                          recovery: nil, lastDisconnect: .unresponsive)
+                == "reconnecting, attempt 1 in 0.8 s: link lost: nothing for 3.1 s")
+        #expect(WatchBoard.connectionLine(.reconnecting(attempt: 3, delayMs: 1_600), everConnected: true, lastDrop: lost,
+                                          recovery: nil, lastDisconnect: .connectTimeout)
+                == "reconnecting, attempt 3 in 1.6 s: link lost: nothing for 3.1 s; last try: connect timed out")
+        #expect(WatchBoard.connectionLine(.ready, everConnected: true, lastDrop: (.bye(.slowConsumer), nil),
+                                          recovery: ("12:03:04", 14, 0), lastDisconnect: nil)
+                == "recovered 12:03:04 after the server closed it: we read too slowly (bye slow_consumer); 14 events replayed")
+        #expect(WatchBoard.connectionLine(.ready, everConnected: true, lastDrop: (.endOfStream, nil),
+                                          recovery: ("12:03:04", 0, 1), lastDisconnect: nil)
+                == "recovered 12:03:04 after server closed the connection; state reloaded")
+        #expect(WatchBoard.connectionLine(.ready, everConnected: false, lastDrop: nil, recovery: nil, lastDisconnect: nil)
+                == "connected")
+    }
 }

@@ -203,6 +203,42 @@ struct WatchTests {
         #expect(live != nil, "live again after the server answers: \(watch.reader.lines.suffix(5))")
     }
 
+    @Test("--jsonl: a server restart mid-trip says why it reconnects (bye server_shutdown) and that it recovered, with the event replayed")
+    func jsonlRestartReasons() throws {
+        let folder = try TemporaryFolder()
+        let database = folder.path("outatime.sqlite")
+        let first = try ServerProcess(["--port", "0", "--db", database], folder: folder)
+        let port = try #require(first.awaitListening()).port
+        let set = try CLITests.outatime(["delorean", "set-destination", "x", "1985-10-26T01:21:00Z"], port: port)
+        #expect(set.status == 0, "stderr: \(set.stderr)")
+        let watch = try JSONLWatch(["delorean/x", "--for", "60"], port: port)
+        #expect(watch.wait("sync") != nil, "lines: \(watch.reader.lines)")
+        let travel = try CLITests.outatime(["delorean", "travel", "x"], port: port)
+        #expect(travel.status == 0, "stderr: \(travel.stderr)")
+        #expect(watch.wait("shown") { ($0["values"] as? [String: Any])?["speed_mph"] as? Int ?? 0 >= 2 } != nil)
+
+        first.send(signal: SIGTERM)  // mid-trip: the restarted server aborts the trip (an event)
+        #expect(first.waitForExit() != nil)
+        let down = try #require(watch.wait("connection") { $0["state"] as? String == "reconnecting" },
+                                "lines: \(watch.reader.lines.suffix(5))")
+        #expect(down["reason_code"] as? String == "bye:server_shutdown", "\(down)")
+        #expect((down["reason"] as? String)?.contains("shutting down") == true, "\(down)")
+        #expect(watch.wait("freshness") { $0["live"] as? Bool == false && $0["why"] as? String == "disconnected" } != nil)
+
+        let second = try ServerProcess(["--port", "\(port)", "--db", database], folder: folder)
+        #expect(second.awaitListening() != nil, "stderr: \(second.stderrText)")
+        let back = try #require(watch.wait("connection", timeout: 20) { $0["state"] as? String == "recovered" },
+                                "lines: \(watch.reader.lines.suffix(5))")
+        #expect(back["reason_code"] as? String == "bye:server_shutdown", "the recovery says what it recovered from: \(back)")
+        let sync = try #require(watch.wait("sync") { $0["method"] as? String == "recovered" })
+        #expect(sync["events"] as? Int == 1, "acceleration_aborted replayed: \(sync)")
+        let aborted = watch.wait("event") { $0["event"] as? String == "acceleration_aborted" }
+        #expect(aborted?["replayed"] as? Bool == true)
+        let parked = watch.wait("shown") { ($0["values"] as? [String: Any])?["status"] as? String == "parked" }
+        #expect((parked?["values"] as? [String: Any])?["speed_mph"] as? Int == 0, "no speed of the aborted trip: \(String(describing: parked))")
+        #expect(watch.wait("freshness") { $0["live"] as? Bool == true && ($0["mono_ms"] as? Int ?? 0) > (back["mono_ms"] as? Int ?? 0) - 1 } != nil)
+    }
+
     @Test("in a terminal (tmux), keys start and lap a session",
           .enabled(if: Tmux.path != nil, "tmux is not installed"))
     func tmuxLaps() throws {

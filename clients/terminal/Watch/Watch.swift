@@ -221,31 +221,11 @@ final class WatchSession {
         connection.onServerError = { [unowned self] error in say("server: \(error.code): \(error.message)") }
     }
 
-    /// The connection part of the title line: what it is doing, why it
-    /// reconnects, when it recovered and what that brought.
+    /// The connection part of the title line (``WatchBoard/connectionLine``).
     private func connectionLine(_ state: ConnectionState) -> String {
-        let why = lastDrop.map { $0.reason.explanation(silenceMs: $0.silenceMs) }
-        switch state {
-        case .ready:
-            guard let recovery else { return "connected" }
-            let clock = Self.clock.string(from: recovery.at)
-            var text = "recovered \(clock)"
-            if recovery.reloaded > 0 {
-                text += ", state reloaded" + (recovery.reloaded > 1 ? " (\(recovery.reloaded) channels)" : "")
-            }
-            if recovery.replayed > 0 || recovery.reloaded == 0 {
-                text += ", \(recovery.replayed) event\(recovery.replayed == 1 ? "" : "s") replayed"
-            }
-            return text + (why.map { " (after \($0))" } ?? "")
-        case .reconnecting(let attempt, let delay):
-            var text = "reconnecting, attempt \(attempt) in \(DisconnectReason.seconds(delay))"
-            if let why { text += ": " + why }
-            if attempt > 1, let last = connection.lastDisconnect, last != lastDrop?.reason { text += "; last try: \(last)" }
-            return text
-        case .connecting: return everConnected ? "reconnecting…" + (why.map { ": " + $0 } ?? "") : "connecting…"
-        case .closed(let reason): return "closed" + (reason.map { ": " + $0.explanation(silenceMs: lastDrop?.silenceMs) } ?? "")
-        case .idle: return "connecting…"
-        }
+        WatchBoard.connectionLine(state, everConnected: everConnected, lastDrop: lastDrop,
+                                  recovery: recovery.map { (Self.clock.string(from: $0.at), $0.replayed, $0.reloaded) },
+                                  lastDisconnect: connection.lastDisconnect)
     }
 
     /// `12:03:04`, local time.

@@ -25,6 +25,38 @@ struct WatchBoard {
 
     static func kind(_ channel: String) -> String { String(channel.split(separator: "/").first ?? "") }
 
+    /// The connection part of the title line: what it is doing, why it
+    /// reconnects (`lastDrop`: why the ready connection dropped, and the
+    /// silence before), when it recovered and what the resubscriptions
+    /// brought (`recovery`: the local time, events replayed, channels
+    /// reloaded in full). `lastDisconnect` is the latest failed attempt's reason.
+    static func connectionLine(_ state: ConnectionState, everConnected: Bool,
+                               lastDrop: (reason: DisconnectReason, silenceMs: UInt64?)?,
+                               recovery: (clock: String, replayed: Int, reloaded: Int)?,
+                               lastDisconnect: DisconnectReason?) -> String {
+        let why = lastDrop.map { $0.reason.explanation(silenceMs: $0.silenceMs) }
+        switch state {
+        case .ready:
+            guard let recovery else { return "connected" }
+            var brought: [String] = []
+            if recovery.reloaded > 0 {
+                brought.append("state reloaded" + (recovery.reloaded > 1 ? " (\(recovery.reloaded) channels)" : ""))
+            }
+            if recovery.replayed > 0 || recovery.reloaded == 0 {
+                brought.append("\(recovery.replayed) event\(recovery.replayed == 1 ? "" : "s") replayed")
+            }
+            return "recovered \(recovery.clock)" + (why.map { " after " + $0 } ?? "") + "; " + brought.joined(separator: ", ")
+        case .reconnecting(let attempt, let delay):
+            var text = "reconnecting, attempt \(attempt) in \(DisconnectReason.seconds(delay))"
+            if let why { text += ": " + why }
+            if attempt > 1, let last = lastDisconnect, last != lastDrop?.reason { text += "; last try: \(last)" }
+            return text
+        case .connecting: return everConnected ? "reconnecting…" + (why.map { ": " + $0 } ?? "") : "connecting…"
+        case .closed(let reason): return "closed" + (reason.map { ": " + $0.explanation(silenceMs: lastDrop?.silenceMs) } ?? "")
+        case .idle: return "connecting…"
+        }
+    }
+
     /// The keys the focused panel takes.
     var help: String {
         let common = "Tab next panel · ? help · q quit"
