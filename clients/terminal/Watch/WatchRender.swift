@@ -125,8 +125,10 @@ enum WatchRender {
         let others = Set(mirrors.values.flatMap(\.watchers).filter { $0.session != board.selfSession }.map(\.name))
         let watching = others.isEmpty ? "no one else watching"
             : "also watching: " + others.sorted().map(DisplayWidth.sanitized).joined(separator: ", ")
-        out.append(ANSI.inverse + ANSI.bold + " OutaTime " + ANSI.reset + " \(board.server) · "
-                   + connectionText(board) + " · \(watching)")
+        out.append(ANSI.inverse + ANSI.bold + " OutaTime " + ANSI.reset + " \(board.server) · \(watching)")
+        // The connection on a line of its own: why it reconnects and when it
+        // recovered must not be cut off by the width.
+        out.append(" " + connectionText(board))
         out.append("")
         for (index, channel) in board.channels.enumerated() {
             let focused = index == board.focus % max(1, board.channels.count)
@@ -166,16 +168,17 @@ enum WatchRender {
         return screen
     }
 
-    /// The connection part of the title line: the state (with why it
-    /// reconnects, when it recovered), red while down, and a silent link
-    /// said as such even while the connection still counts as up.
+    /// The connection line: the state (with why it reconnects, when it
+    /// recovered) after a green ● while live, a red ○ while down, and a
+    /// silent link said as such even while the connection still counts as up.
     static func connectionText(_ board: WatchBoard) -> String {
         switch board.link {
-        case .live: return board.connection
+        case .live: return ANSI.lime + "●" + ANSI.reset + " " + board.connection
         case .stale(let age, .silentLink):
-            return ANSI.inverse + ANSI.yellow + " link silent \(DisconnectReason.seconds(age)) " + ANSI.reset + " " + board.connection
+            return ANSI.yellow + "○" + ANSI.reset + " " + ANSI.inverse + ANSI.yellow + " link silent \(DisconnectReason.seconds(age)) "
+                + ANSI.reset + " " + board.connection
         case .stale:
-            return ANSI.red + ANSI.bold + board.connection + ANSI.reset
+            return ANSI.red + "○ " + ANSI.bold + board.connection + ANSI.reset
         }
     }
 
