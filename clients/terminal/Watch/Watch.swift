@@ -284,11 +284,14 @@ final class WatchSession {
         let link = LinkLiveness(isReady: connection.isReady && connection.state == .ready,
                                 lastFrameAtMs: connection.lastFrameAtMs, pingSentAtMs: probeSentAt, rttMs: rttMs)
         let linkVerdict = Staleness.link(link, nowMs: now)
+        // Piped text says stale/live too, once connected (`--json` stays the
+        // server's pushes and the watcher's news, as documented).
+        let textLines = !interactive && !jsonl && !json && everConnected
         var moved = false
         if linkVerdict.isLive != board.link.isLive || Self.cause(linkVerdict) != Self.cause(board.link) {
             moved = true
             if jsonl { emit("link", WatchJSONL.verdict(linkVerdict)) }
-            if !interactive && !jsonl { line(WatchLines.link(linkVerdict)) }
+            if textLines { line(WatchLines.link(linkVerdict)) }
         }
         board.link = linkVerdict
         var anyStale = !linkVerdict.isLive
@@ -303,7 +306,7 @@ final class WatchSession {
                         fields["channel"] = .string(channel)
                         emit("freshness", fields)
                     }
-                    if !interactive && !jsonl { line(WatchLines.freshness(channel, verdict)) }
+                    if textLines { line(WatchLines.freshness(channel, verdict)) }
                 }
             }
             board.freshness[channel] = verdict
