@@ -20,8 +20,7 @@ struct Watch: ParsableCommand {
             connection and error. With --jsonl, one JSON object a line of what the board shows, \
             for scripts: connection changes with the reason, each panel turning stale or live \
             (with the age of its data), the values shown after every event and tick, each \
-            event's seq; every object has mono_ms and wall timestamps (the format is at the top \
-            of clients/terminal/Watch/WatchJSONL.swift). \
+            event's seq; every object has type, mono_ms and wall (see --jsonl below). \
             A panel whose data stopped (no tick while a car accelerates, a countdown runs or a \
             stopwatch runs; a silent or lost connection) is dimmed and marked STALE with the age \
             of what it shows. A server that cannot be reached, or that refuses the \
@@ -40,9 +39,12 @@ struct Watch: ParsableCommand {
     var duration: Double?
 
     @Flag(help: """
-        One JSON object a line of what the board shows (connection with reasons, stale/live \
-        per panel with ages, values shown, events with seq), each with mono_ms and wall \
-        timestamps; for scripts such as tools/wan_trials.py.
+        One JSON object a line of what the board shows, for scripts (tools/wan_trials.py); \
+        each has type, mono_ms (monotonic) and wall: connection {state: connecting, connected, \
+        reconnecting, recovered or closed; reason, reason_code, silence_ms, attempt, delay_ms}, \
+        sync {channel, method, events, seq}, event {channel, seq, event, replayed}, link and \
+        freshness {channel, live, age_ms, why: disconnected, silent_link or ticks_late}, \
+        shown {channel, seq, live, values}, error {message}.
         """)
     var jsonl = false
 
@@ -332,6 +334,7 @@ final class WatchSession {
     /// `--jsonl`: one object, stamped.
     private func emit(_ type: String, _ fields: [String: JSONValue]) {
         guard jsonl, !finished || type == "connection" else { return }
+        loop.updateTime()
         writeAll(WatchJSONL.line(type, monoMs: loop.now, wall: Date(), fields) + "\n")
     }
 
