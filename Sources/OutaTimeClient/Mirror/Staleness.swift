@@ -1,5 +1,3 @@
-import OutaTimeDomain
-
 // Whether what a view shows of a channel is live, or stale and how old
 // (issue 27: a board must never look live when it is not). Pure functions of
 // what was promised, when data last arrived and now, all in loop milliseconds:
@@ -119,20 +117,5 @@ public enum Staleness {
         }
         guard let ticks else { return .live }
         return age > ticks.limitMs ? .stale(ageMs: age, why: .ticksLate) : .live
-    }
-}
-
-extension ChannelMirror {
-    /// The tick cadence the mirror's state promises (PROTOCOL §14's table):
-    /// a DeLorean accelerating every `deloreanTickMs`, a list with a running
-    /// countdown every second, a running stopwatch every `lapTickMs`; nil
-    /// when nothing runs (or before the first state). O(1).
-    public func tickCadenceMs(deloreanTickMs: UInt64 = 100, lapTickMs: UInt64 = 100) -> UInt64? {
-        switch state {
-        case .delorean(let car)?: car.isAccelerating ? deloreanTickMs : nil
-        case .timers(let list)?: list.earliestRunningSince != nil ? 1_000 : nil
-        case .laps(let session)?: session.status == .running ? lapTickMs : nil
-        case .starport?, nil: nil
-        }
     }
 }
