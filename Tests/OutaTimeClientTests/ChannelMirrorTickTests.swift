@@ -167,4 +167,26 @@ struct ChannelMirrorTickTests {
         #expect(mirror.apply(Self.travelled) == .applied)
         #expect(mirror.tickCadenceMs() == nil)
     }
+
+    @Test("a timer restarted, stopped or removed drops the list's last tick: no old remaining seconds shown")
+    func timersDropTick() throws {
+        let list = "timers/1985.10.26"
+        var mirror = ChannelMirror(channel: list)
+        try Self.sync(&mirror, SubscribeResult(channel: list, kind: .timers, seq: 0, watchers: [],
+                                               state: ChannelState.initial(kind: .timers, now: Self.created).json()))
+        let timer: JSONValue = .object(["id": .int(1), "event": .string("Clock tower"), "location": .string("Hill Valley"),
+                                        "remaining_s": .int(600), "status": .string("stopped"), "viewers": .int(0)])
+        #expect(mirror.apply(Self.push(1, "timer_added", .object(["timer": timer]), on: list)) == .applied)
+        #expect(mirror.apply(Self.push(2, "timer_started", .object(["id": .int(1), "remaining_s": .int(600)]), on: list)) == .applied)
+        #expect(mirror.tickCadenceMs() == 1_000)
+        let tick = Self.tick(.object(["timers": .array([.object(["id": .int(1), "remaining_s": .int(590)])])]), on: list)
+        mirror.record(tick)
+        #expect(mirror.apply(Self.push(3, "timer_stopped", .object(["id": .int(1), "remaining_s": .int(589)]), on: list)) == .applied)
+        #expect(mirror.lastTick == nil, "stopped at 589: the 590 tick is over")
+        #expect(mirror.tickCadenceMs() == nil, "nothing runs")
+        #expect(mirror.apply(Self.push(4, "timer_started", .object(["id": .int(1), "remaining_s": .int(589)]), on: list)) == .applied)
+        mirror.record(tick)  // a tick of the restarted countdown: it describes seq 4…
+        #expect(mirror.apply(Self.push(5, "timer_removed", .object(["id": .int(1)]), on: list)) == .applied)
+        #expect(mirror.lastTick == nil, "…but a removal past it drops it")
+    }
 }
