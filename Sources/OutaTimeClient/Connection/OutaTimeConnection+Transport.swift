@@ -131,6 +131,7 @@ extension OutaTimeConnection {
             try link.decoder.feed(bytes) { body in
                 guard self.link === link else { return }
                 link.lastInboundAt = loop.now
+                lastFrameAtMs = loop.now
                 let frame: IncomingFrame
                 do {
                     frame = try IncomingFrame.decode(body, with: decoder)

@@ -34,6 +34,10 @@ public final class OutaTimeConnection {
     public internal(set) var lastDisconnect: DisconnectReason?
     /// Counters since creation.
     public internal(set) var stats = ClientStats()
+    /// Loop time (``Loop/now``, ms) of the last complete frame received on
+    /// any link; nil before the first. Views use it to tell how old what
+    /// they show is (issue 27).
+    public internal(set) var lastFrameAtMs: UInt64?
 
     /// The state changed (``ConnectionState``).
     public var onStateChange: ((ConnectionState) -> Void)?

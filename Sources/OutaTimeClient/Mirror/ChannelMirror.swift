@@ -42,8 +42,15 @@ public struct ChannelMirror: Sendable, Equatable {
     public var watcherCount: Int { reportedWatcherCount ?? watchers.count }
     private var reportedWatcherCount: Int?
     /// The latest tick's data (speed, countdowns, lap time): render it, but
-    /// it is not part of ``state`` (§7: ticks are best-effort).
+    /// it is not part of ``state`` (§7: ticks are best-effort). A tick
+    /// describes the state it arrived after: an event past it (a trip's
+    /// `acceleration_started`, a timer stopped, a stopwatch reset) or a
+    /// state from a `subscribe` result at another seq discards it, so the
+    /// last trip's 88 mph is never shown as the new trip's speed (issue 27).
     public private(set) var lastTick: JSONValue?
+    /// The highest seq received for the channel (applied or held) when
+    /// ``lastTick`` arrived: the state the tick describes.
+    private var tickSeq: Int64 = 0
     /// True once a `subscribe` result gave the mirror the state at ``seq``.
     public private(set) var isSynced = false
 
@@ -83,6 +90,7 @@ public struct ChannelMirror: Sendable, Equatable {
         }
         state?.apply(event.domainEvent, at: event.date)
         seq = event.seq
+        discardTick(after: seq)
         return .applied
     }
 
@@ -107,6 +115,7 @@ public struct ChannelMirror: Sendable, Equatable {
             guard at == result.seq else { return nil }
             state = recovered
             seq = at
+            discardTick(after: seq)
             watchers = result.watchers
             reportedWatcherCount = result.watcherCount
             let sync = ChannelSync(channel: channel, sinceSeq: before, seq: seq, method: .recovered(events: applied.count))
@@ -114,6 +123,9 @@ public struct ChannelMirror: Sendable, Equatable {
         }
         kind = result.kind
         seq = result.seq
+        // A full state is the truth at its seq; a tick that arrived at any
+        // other seq (before a reload, or of a channel since made anew) is not.
+        if lastTick != nil && tickSeq != seq { lastTick = nil }
         state = result.state.flatMap { try? ChannelState(kind: result.kind, json: $0) }
         watchers = result.watchers
         reportedWatcherCount = result.watcherCount
@@ -130,8 +142,20 @@ public struct ChannelMirror: Sendable, Equatable {
         held.append(event)
     }
 
-    /// Notes the latest tick.
-    public mutating func record(_ tick: TickPush<JSONValue>) { lastTick = tick.data }
+    /// Notes the latest tick, as describing the state after the last event
+    /// received (events held during a sync included: §7, a run's first tick
+    /// follows the event that started it).
+    public mutating func record(_ tick: TickPush<JSONValue>) {
+        lastTick = tick.data
+        tickSeq = max(seq, held.last?.seq ?? 0)
+    }
+
+    /// The state moved to `newSeq`: a tick that arrived before that seq
+    /// describes an older state (ticks have no seq, and the event's absolute
+    /// values replace what the tick said).
+    private mutating func discardTick(after newSeq: Int64) {
+        if lastTick != nil && newSeq > tickSeq { lastTick = nil }
+    }
 
     /// Applies a `presence` push to ``watchers``.
     public mutating func record(_ presence: PresencePush) {

@@ -60,6 +60,57 @@ public enum DisconnectReason: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
+extension DisconnectReason {
+    /// A stable name of the case, for machine-readable output: `bye:<reason>`,
+    /// `end_of_stream`, `io_error`, `protocol_violation`, `unresponsive`,
+    /// `connect_timeout`, `connect_failed`, `resolve_failed`, `hello_refused`, `tls_failed`.
+    public var code: String {
+        switch self {
+        case .bye(let reason): "bye:\(reason.rawValue)"
+        case .endOfStream: "end_of_stream"
+        case .ioError: "io_error"
+        case .protocolViolation: "protocol_violation"
+        case .unresponsive: "unresponsive"
+        case .connectTimeout: "connect_timeout"
+        case .connectFailed: "connect_failed"
+        case .resolveFailed: "resolve_failed"
+        case .helloRefused: "hello_refused"
+        case .tlsFailed: "tls_failed"
+        }
+    }
+
+    /// Why the connection dropped, in an operator's words, for a status
+    /// line: the `bye` reason explained, or what happened to the link.
+    /// `silenceMs`, the time since the last frame when it dropped, makes a
+    /// lost link say how long it was silent ("link lost: nothing for 3.1 s").
+    public func explanation(silenceMs: UInt64? = nil) -> String {
+        switch self {
+        case .bye(let reason):
+            let why = switch reason {
+            case .serverShutdown: "the server is shutting down"
+            case .idleTimeout: "the server heard nothing from us for too long"
+            case .helloTimeout: "hello took too long"
+            case .slowConsumer: "the server closed it: we read too slowly"
+            case .protocolError: "the server saw broken framing"
+            case .unsupportedProtocol: "the server does not speak protocol 1"
+            case .unauthorized: "not authorized"
+            case .serverBusy: "the server is full"
+            }
+            return "\(why) (bye \(reason.rawValue))"
+        case .unresponsive:
+            guard let silenceMs else { return "link lost: the server stopped answering" }
+            return "link lost: nothing for " + Self.seconds(silenceMs)
+        case .ioError(let error): return "link lost: \(error)"
+        default: return description
+        }
+    }
+
+    /// `3.1 s`: milliseconds as seconds with one decimal.
+    public static func seconds(_ ms: UInt64) -> String {
+        "\(ms / 1000).\((ms % 1000) / 100) s"
+    }
+}
+
 /// Where the connection stands, as reported to
 /// ``OutaTimeConnection/onStateChange``.
 public enum ConnectionState: Sendable, Equatable, CustomStringConvertible {

@@ -170,13 +170,19 @@ struct WatchTmuxTests {
 
         server.send(signal: SIGTERM)
         #expect(server.waitForExit(timeout: 15) == 0, "stderr: \(server.stderrText)")
-        let (lost, second) = pane.wait(timeout: 10) { $0.split(separator: "\n").first?.contains("reconnecting") == true }
+        // The connection has a line of its own, under the title.
+        let (lost, second) = pane.wait(timeout: 10) { screen in
+            let status = screen.split(separator: "\n", omittingEmptySubsequences: false).dropFirst().first ?? ""
+            return status.contains("reconnecting") && status.contains("the server is shutting down (bye server_shutdown)")
+                && screen.contains("STALE")
+        }
         #expect(lost, "screen:\n\(second)")
 
         (server, _) = try Self.startServer(port: port, db: db)
         let (back, third) = pane.wait(timeout: 20) { screen in
-            let header = screen.split(separator: "\n").first ?? ""
-            return (header.contains("recovered") || header.contains("· connected")) && screen.contains("laps: 2")
+            let status = screen.split(separator: "\n", omittingEmptySubsequences: false).dropFirst().first ?? ""
+            return (status.contains("recovered") || status.contains("● connected")) && screen.contains("laps: 2")
+                && !screen.contains("STALE")
         }
         #expect(back, "screen:\n\(third)")
         #expect(third.contains("lap 1  ") && third.contains("lap 2  "), "screen:\n\(third)")

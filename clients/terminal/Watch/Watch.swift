@@ -17,7 +17,13 @@ struct Watch: ParsableCommand {
             for no colours. When stdout is not a terminal, every event, tick, presence and \
             connection change is printed as one line; with --json (on a terminal too) as one \
             JSON object a line: each push as the server sends it, and objects of type sync, \
-            connection and error. A server that cannot be reached, or that refuses the \
+            connection and error. With --jsonl, one JSON object a line of what the board shows, \
+            for scripts: connection changes with the reason, each panel turning stale or live \
+            (with the age of its data), the values shown after every event and tick, each \
+            event's seq; every object has type, mono_ms and wall (see --jsonl below). \
+            A panel whose data stopped (no tick while a car accelerates, a countdown runs or a \
+            stopwatch runs; a silent or lost connection) is dimmed and marked STALE with the age \
+            of what it shows. A server that cannot be reached, or that refuses the \
             connection, ends it (exit 3, or 1 for a refusal such as a token it does not accept); \
             once connected, a lost connection is retried.
 
@@ -32,6 +38,16 @@ struct Watch: ParsableCommand {
     @Option(name: .customLong("for"), help: ArgumentHelp("Quit after this many seconds.", valueName: "seconds"))
     var duration: Double?
 
+    @Flag(help: """
+        One JSON object a line of what the board shows, for scripts (tools/wan_trials.py); \
+        each has type, mono_ms (monotonic) and wall: connection {state: connecting, connected, \
+        reconnecting, recovered or closed; reason, reason_code, silence_ms, attempt, delay_ms}, \
+        sync {channel, method, events, seq}, event {channel, seq, event, replayed}, link and \
+        freshness {channel, live, age_ms, why: disconnected, silent_link or ticks_late}, \
+        shown {channel, seq, live, values}, error {message}.
+        """)
+    var jsonl = false
+
     @OptionGroup var options: ConnectionOptions
 
     func run() throws {
@@ -42,8 +58,8 @@ struct Watch: ParsableCommand {
         var clientOptions = options.clientOptions
         clientOptions.reconnect = true
         let session = WatchSession(loop: loop, options: clientOptions, channels: channels,
-                                   interactive: !options.json && TTY.isTerminal(1) && TTY.isTerminal(0),
-                                   json: options.json)
+                                   interactive: !options.json && !jsonl && TTY.isTerminal(1) && TTY.isTerminal(0),
+                                   json: options.json, jsonl: jsonl)
         try session.start(duration: duration)
         _ = loop.run()
         session.restoreTerminal()
@@ -63,6 +79,24 @@ final class WatchSession {
     let interactive: Bool
     /// Lines as JSON objects (`--json`) instead of text.
     let json: Bool
+    /// What the board shows as JSON lines (`--jsonl`, WatchJSONL.swift).
+    let jsonl: Bool
+    /// What each panel was promised and when its data came.
+    var liveness = WatchLiveness()
+    /// Re-judges staleness and sends liveness pings while nothing arrives.
+    private var pulse: UV.Timer?
+    /// Loop time the watcher's own liveness `ping` went out, while unanswered.
+    var probeSentAt: UInt64?
+    var probeSerial = 0
+    /// The smoothed round-trip time of those pings.
+    var rttMs: UInt64?
+    /// Why the connection last dropped after being ready, and the silence
+    /// before it; kept across the failed attempts that follow.
+    var lastDrop: (reason: DisconnectReason, silenceMs: UInt64?)?
+    /// When the connection came back after a drop, and what the
+    /// resubscriptions brought: events replayed, channels reloaded in full.
+    var recovery: (at: Date, replayed: Int, reloaded: Int)?
+    var wasReady = false
     var board: WatchBoard
     /// Why the run ended badly: the message and exit status.
     private(set) var failure: (message: String, code: Int32)?
@@ -72,17 +106,18 @@ final class WatchSession {
     private var redrawPending = false
     private var lastDraw: UInt64 = 0
     private var painter = ScreenPainter(colour: ScreenPainter.colourWanted(environment: ProcessInfo.processInfo.environment))
-    private var everConnected = false
+    var everConnected = false
     /// Timers this watcher views (`channel#id`): viewing is per connection, so
     /// after a reconnect they are started again.
     private var viewing: Set<String> = []
-    private var finished = false
+    var finished = false
 
-    init(loop: Loop, options: ClientOptions, channels: [String], interactive: Bool, json: Bool = false) {
+    init(loop: Loop, options: ClientOptions, channels: [String], interactive: Bool, json: Bool = false, jsonl: Bool = false) {
         self.loop = loop
         self.options = options
         self.interactive = interactive
         self.json = json
+        self.jsonl = jsonl
         connection = OutaTimeConnection(loop: loop, options: options)
         board = WatchBoard(server: "\(options.host):\(options.port)", channels: channels)
     }
@@ -99,6 +134,14 @@ final class WatchSession {
             handles.append(timer)
         }
         if interactive { try startTerminal() }
+        let pulse = UV.Timer(loop: loop)
+        pulse.start(timeoutMs: Self.pulseMs, repeatMs: Self.pulseMs) { [unowned self] in
+            loop.updateTime()
+            probe()
+            evaluate()
+        }
+        self.pulse = pulse
+        handles.append(pulse)
         wire()
         connection.connect()
         for channel in board.channels {
@@ -114,36 +157,75 @@ final class WatchSession {
 
     private func wire() {
         connection.onStateChange = { [unowned self] state in
+            loop.updateTime()
+            let silence = connection.lastFrameAtMs.map { loop.now &- min($0, loop.now) }
             switch state {
             case .ready:
                 board.selfSession = connection.hello?.session
-                board.connection = everConnected ? "recovered" : "connected"
-                if everConnected { reviewTimers() }
+                if everConnected {
+                    recovery = (Date(), 0, 0)
+                    reviewTimers()
+                }
                 everConnected = true
-            case .reconnecting(let attempt, _): board.connection = "reconnecting… attempt \(attempt)"
-            case .connecting: board.connection = everConnected ? "reconnecting…" : "connecting…"
-            case .closed(let reason): board.connection = "closed" + (reason.map { ": \($0)" } ?? "")
-            case .idle: break
+                wasReady = true
+            case .reconnecting, .closed:
+                // The first failure after a ready connection is why it
+                // dropped; later failed attempts do not replace it.
+                if wasReady, let reason = connection.lastDisconnect { lastDrop = (reason, silence) }
+                wasReady = false
+                recovery = nil
+            case .connecting, .idle: break
             }
-            line(json ? WatchJSON.connection(state, host: options.host, port: options.port)
-                 : WatchLines.connection(state, host: options.host, port: options.port))
+            board.connection = connectionLine(state)
+            if jsonl {
+                emit("connection", WatchJSONL.connection(state, recovered: state == .ready && recovery != nil,
+                                                         drop: state == .connecting && !everConnected ? nil : lastDrop))
+            } else {
+                line(json ? WatchJSON.connection(state, host: options.host, port: options.port, drop: lastDrop)
+                     : WatchLines.connection(state, host: options.host, port: options.port, drop: lastDrop))
+            }
+            evaluate()
             ended(state)
             changed()
         }
-        connection.onEvent = { [unowned self] event in line(json ? WatchJSON.event(event) : WatchLines.event(event)); changed() }
-        connection.onTick = { [unowned self] tick in line(json ? WatchJSON.tick(tick) : WatchLines.tick(tick)); changed() }
+        connection.onEvent = { [unowned self] event in
+            line(json ? WatchJSON.event(event) : WatchLines.event(event))
+            if jsonl { emit("event", WatchJSONL.event(event)) }
+            stateChanged(event.channel)
+        }
+        connection.onTick = { [unowned self] tick in
+            line(json ? WatchJSON.tick(tick) : WatchLines.tick(tick))
+            loop.updateTime()
+            liveness.ticked(tick.channel, nowMs: loop.now)
+            evaluate()
+            emitShown(tick.channel)
+            changed()
+        }
         connection.onPresence = { [unowned self] change in
             line(json ? WatchJSON.presence(change) : WatchLines.presence(change))
             changed()
         }
-        connection.onSync = { [unowned self] sync in line(json ? WatchJSON.sync(sync) : WatchLines.sync(sync)); changed() }
+        connection.onSync = { [unowned self] sync in
+            line(json ? WatchJSON.sync(sync) : WatchLines.sync(sync))
+            if jsonl { emit("sync", WatchJSONL.sync(sync)) }
+            if var recovery {
+                switch sync.method {
+                case .recovered(let events): recovery.replayed += events
+                case .reloaded: recovery.reloaded += 1
+                case .snapshot: break
+                }
+                self.recovery = recovery
+                board.connection = connectionLine(connection.state)
+            }
+            stateChanged(sync.channel)
+        }
         connection.onSubscriptionFailed = { [unowned self] channel, error in say("\(channel): \(error)") }
         connection.onServerError = { [unowned self] error in say("server: \(error.code): \(error.message)") }
     }
 
     /// A line for the non-terminal mode, flushed at once.
-    private func line(_ text: String) {
-        guard !interactive else { return }
+    func line(_ text: String) {
+        guard !interactive, !jsonl else { return }
         writeAll(DisplayWidth.sanitized(text) + "\n")  // one line: a server's control characters become �
     }
 
@@ -151,7 +233,11 @@ final class WatchSession {
     private func say(_ text: String) {
         guard !finished else { return }  // requests cut short by the end, not news
         board.status = text
-        if !interactive { writeAll(json ? WatchJSON.error(text) + "\n" : "error \(DisplayWidth.sanitized(text))\n") }
+        if jsonl {
+            emit("error", ["message": .string(text)])
+        } else if !interactive {
+            writeAll(json ? WatchJSON.error(text) + "\n" : "error \(DisplayWidth.sanitized(text))\n")
+        }
         changed()
     }
 
@@ -178,7 +264,7 @@ final class WatchSession {
     }
 
     /// Something changed: redraw soon, at most ~20 times a second.
-    private func changed() {
+    func changed() {
         guard interactive, !finished, let redraw, !redrawPending else { return }
         redrawPending = true
         loop.updateTime()

@@ -13,12 +13,49 @@ struct WatchBoard {
     var focus = 0
     var timerSelection: [String: Int] = [:]
     var status = ""
+    /// Each panel's verdict (``Staleness``), by channel; a channel missing
+    /// here counts as live only before the first evaluation.
+    var freshness: [String: Freshness] = [:]
+    /// The connection's own verdict.
+    var link: Freshness = .live
     /// The `?` overlay is shown.
     var showHelp = false
 
     var focusedChannel: String? { channels.isEmpty ? nil : channels[focus % channels.count] }
 
     static func kind(_ channel: String) -> String { String(channel.split(separator: "/").first ?? "") }
+
+    /// The connection part of the title line: what it is doing, why it
+    /// reconnects (`lastDrop`: why the ready connection dropped, and the
+    /// silence before), when it recovered and what the resubscriptions
+    /// brought (`recovery`: the local time, events replayed, channels
+    /// reloaded in full). `lastDisconnect` is the latest failed attempt's reason.
+    static func connectionLine(_ state: ConnectionState, everConnected: Bool,
+                               lastDrop: (reason: DisconnectReason, silenceMs: UInt64?)?,
+                               recovery: (clock: String, replayed: Int, reloaded: Int)?,
+                               lastDisconnect: DisconnectReason?) -> String {
+        let why = lastDrop.map { $0.reason.explanation(silenceMs: $0.silenceMs) }
+        switch state {
+        case .ready:
+            guard let recovery else { return "connected" }
+            var brought: [String] = []
+            if recovery.reloaded > 0 {
+                brought.append("state reloaded" + (recovery.reloaded > 1 ? " (\(recovery.reloaded) channels)" : ""))
+            }
+            if recovery.replayed > 0 || recovery.reloaded == 0 {
+                brought.append("\(recovery.replayed) event\(recovery.replayed == 1 ? "" : "s") replayed")
+            }
+            return "recovered \(recovery.clock)" + (why.map { " after " + $0 } ?? "") + "; " + brought.joined(separator: ", ")
+        case .reconnecting(let attempt, let delay):
+            var text = "reconnecting, attempt \(attempt) in \(DisconnectReason.seconds(delay))"
+            if let why { text += ": " + why }
+            if attempt > 1, let last = lastDisconnect, last != lastDrop?.reason { text += "; last try: \(last)" }
+            return text
+        case .connecting: return everConnected ? "reconnecting…" + (why.map { ": " + $0 } ?? "") : "connecting…"
+        case .closed(let reason): return "closed" + (reason.map { ": " + $0.explanation(silenceMs: lastDrop?.silenceMs) } ?? "")
+        case .idle: return "connecting…"
+        }
+    }
 
     /// The keys the focused panel takes.
     var help: String {
@@ -38,6 +75,7 @@ struct WatchBoard {
         "laps         s  start/stop · l  lap · r  reset",
         "timers       ↑/↓ or k/j  select · Enter/space  start/stop viewing",
         "?            show or hide this help (any key hides it)",
+        "STALE 3.2 s  a panel's data stopped: values dimmed, 3.2 s old",
         "q, Ctrl-C    quit",
         "",
         "Colours: off when NO_COLOR is set (no-color.org).",
@@ -87,27 +125,35 @@ enum WatchRender {
         let others = Set(mirrors.values.flatMap(\.watchers).filter { $0.session != board.selfSession }.map(\.name))
         let watching = others.isEmpty ? "no one else watching"
             : "also watching: " + others.sorted().map(DisplayWidth.sanitized).joined(separator: ", ")
-        out.append(ANSI.inverse + ANSI.bold + " OutaTime " + ANSI.reset + " \(board.server) · \(board.connection) · \(watching)")
+        out.append(ANSI.inverse + ANSI.bold + " OutaTime " + ANSI.reset + " \(board.server) · \(watching)")
+        // The connection on a line of its own: why it reconnects and when it
+        // recovered must not be cut off by the width.
+        out.append(" " + connectionText(board))
         out.append("")
         for (index, channel) in board.channels.enumerated() {
             let focused = index == board.focus % max(1, board.channels.count)
             let mirror = mirrors[channel]
             let title = (focused ? ANSI.inverse + "▸" : ANSI.bold + " ") + " \(channel) " + ANSI.reset
                 + ANSI.dim + "  seq \(mirror?.seq ?? 0) · \(mirror?.watcherCount ?? 0) watching" + ANSI.reset
-            out.append(title)
+            let freshness = board.freshness[channel] ?? .live
+            out.append(title + staleMark(freshness))
             guard let mirror, let state = mirror.snapshot(at: now) else {
                 out.append("  waiting for the channel…")
                 out.append("")
                 continue
             }
+            var panel: [String]
             switch WatchBoard.kind(channel) {
-            case "delorean": out += delorean(state, tick: mirror.lastTick)
-            case "starport": out += starport(state)
-            case "timers": out += timers(state, tick: mirror.lastTick, selected: board.timerSelection[channel] ?? 0,
-                                         focused: focused)
-            case "laps": out += laps(state, height: max(3, height - 20))
-            default: out.append("  " + DisplayWidth.sanitized(Output.inline(state)))
+            case "delorean": panel = delorean(state, tick: mirror.lastTick)
+            case "starport": panel = starport(state)
+            case "timers": panel = timers(state, tick: mirror.lastTick, selected: board.timerSelection[channel] ?? 0,
+                                          focused: focused)
+            case "laps": panel = laps(state, height: max(3, height - 20))
+            default: panel = ["  " + DisplayWidth.sanitized(Output.inline(state))]
             }
+            // Stale values are never shown as live: dimmed, without their colours.
+            if !freshness.isLive { panel = panel.map { ANSI.dim + ANSI.unstyled($0) + ANSI.reset } }
+            out += panel
             out.append("")
         }
         // Status and help at the bottom.
@@ -122,9 +168,42 @@ enum WatchRender {
         return screen
     }
 
-    static func delorean(_ state: JSONValue, tick: JSONValue?) -> [String] {
+    /// The connection line: the state (with why it reconnects, when it
+    /// recovered) after a green ● while live, a red ○ while down, and a
+    /// silent link said as such even while the connection still counts as up.
+    static func connectionText(_ board: WatchBoard) -> String {
+        switch board.link {
+        case .live: return ANSI.lime + "●" + ANSI.reset + " " + board.connection
+        case .stale(let age, .silentLink):
+            return ANSI.yellow + "○" + ANSI.reset + " " + ANSI.inverse + ANSI.yellow + " link silent \(DisconnectReason.seconds(age)) "
+                + ANSI.reset + " " + board.connection
+        case .stale:
+            return ANSI.red + "○ " + ANSI.bold + board.connection + ANSI.reset
+        }
+    }
+
+    /// After a panel's title: nothing while live, else ` STALE 3.2 s ` in
+    /// reverse video and why.
+    static func staleMark(_ freshness: Freshness) -> String {
+        guard case .stale(let age, let why) = freshness else { return "" }
+        let cause = switch why {
+        case .disconnected: "not connected"
+        case .silentLink: "link silent"
+        case .ticksLate: "updates stopped"
+        }
+        return "  " + ANSI.inverse + ANSI.yellow + ANSI.bold + " STALE \(DisconnectReason.seconds(age)) " + ANSI.reset
+            + ANSI.yellow + " " + cause + ANSI.reset
+    }
+
+    /// The speed to show: the latest tick's while accelerating (the mirror
+    /// drops a tick that an event made old), else the state's.
+    static func deloreanSpeed(_ state: JSONValue, tick: JSONValue?) -> Int {
         let accelerating = state["status"]?.text == "accelerating"
-        let speed = accelerating ? WatchFormat.int(tick?["speed_mph"] ?? state["speed_mph"]) : WatchFormat.int(state["speed_mph"])
+        return accelerating ? WatchFormat.int(tick?["speed_mph"] ?? state["speed_mph"]) : WatchFormat.int(state["speed_mph"])
+    }
+
+    static func delorean(_ state: JSONValue, tick: JSONValue?) -> [String] {
+        let speed = deloreanSpeed(state, tick: tick)
         return [
             "  DESTINATION TIME   " + ANSI.redOrange + ANSI.bold + WatchFormat.circuit(state["destination_time"]) + ANSI.reset,
             "  PRESENT TIME       " + ANSI.lime + ANSI.bold + WatchFormat.circuit(state["present_time"]) + ANSI.reset,
@@ -215,15 +294,31 @@ enum WatchLines {
         }
     }
 
-    static func connection(_ state: ConnectionState, host: String, port: Int) -> String {
+    /// `drop`: why the connection last dropped after being ready, said
+    /// with `reconnecting`.
+    static func connection(_ state: ConnectionState, host: String, port: Int,
+                           drop: (reason: DisconnectReason, silenceMs: UInt64?)? = nil) -> String {
         switch state {
         case .idle: "connection idle"
         case .connecting: "connection connecting \(host):\(port)"
         case .ready: "connection connected \(host):\(port)"
-        case .reconnecting(let attempt, let delay): "connection reconnecting attempt \(attempt) in \(delay) ms"
+        case .reconnecting(let attempt, let delay):
+            "connection reconnecting attempt \(attempt) in \(delay) ms"
+                + (drop.map { " (\($0.reason.explanation(silenceMs: $0.silenceMs)))" } ?? "")
         case .closed(let reason?): "connection closed \(reason)"
         case .closed(nil): "connection closed"
         }
+    }
+
+    /// `link stale 1.6 s silent_link`, `link live`.
+    static func link(_ freshness: Freshness) -> String { "link " + verdict(freshness) }
+
+    /// `delorean/main stale 1.2 s ticks_late`, `delorean/main live`.
+    static func freshness(_ channel: String, _ freshness: Freshness) -> String { channel + " " + verdict(freshness) }
+
+    private static func verdict(_ freshness: Freshness) -> String {
+        guard case .stale(let age, let why) = freshness else { return "live" }
+        return "stale \(DisconnectReason.seconds(age)) \(why.rawValue)"
     }
 }
 
@@ -255,7 +350,8 @@ enum WatchJSON {
         return Output.jsonLine(JSONValue.object(fields))
     }
 
-    static func connection(_ state: ConnectionState, host: String, port: Int) -> String {
+    static func connection(_ state: ConnectionState, host: String, port: Int,
+                           drop: (reason: DisconnectReason, silenceMs: UInt64?)? = nil) -> String {
         var fields: [String: JSONValue] = ["type": .string("connection"), "server": .string("\(host):\(port)")]
         switch state {
         case .idle: fields["state"] = .string("idle")
@@ -265,6 +361,7 @@ enum WatchJSON {
             fields["state"] = .string("reconnecting")
             fields["attempt"] = .int(Int64(attempt))
             fields["delay_ms"] = .int(Int64(delay))
+            if let drop { fields["reason"] = .string(drop.reason.explanation(silenceMs: drop.silenceMs)) }
         case .closed(let reason):
             fields["state"] = .string("closed")
             if let reason { fields["reason"] = .string(reason.description) }
