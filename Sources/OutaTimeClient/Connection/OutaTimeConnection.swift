@@ -48,6 +48,9 @@ public final class OutaTimeConnection {
     public var onTick: ((TickPush<JSONValue>) -> Void)?
     /// A `publish`ed message arrived.
     public var onMessage: ((MessagePush) -> Void)?
+    /// The server dropped `message` pushes of a channel while this
+    /// connection's output was backed up, and says how many (protocol §12).
+    public var onDropped: ((DroppedPush) -> Void)?
     /// Watchers came or went (the mirror's ``ChannelMirror/watchers`` is updated first).
     public var onPresence: ((PresencePush) -> Void)?
     /// The server sent an `error` push (a failure not tied to a request
@@ -92,6 +95,8 @@ public final class OutaTimeConnection {
     /// Mirrors whose `subscribe` met a transient refusal (`server_busy`),
     /// sent again at the next heartbeat.
     var retrySubscriptions: Set<String> = []
+    /// Mirrored channels subscribed with `messages: false` (kept across reconnects).
+    var channelsWithoutMessages: Set<String> = []
     var flushScheduled = false
     let encoder = MessageEncoder()
     let decoder = JSONDecoder()
