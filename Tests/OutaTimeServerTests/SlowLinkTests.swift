@@ -1,4 +1,5 @@
 import Foundation
+import NATSTestSupport
 import OutaTimeServer
 import OutaTimeTestKit
 import OutaTimeTestSupport
@@ -278,5 +279,41 @@ struct MessageDeliveryTests {
             #expect(!fast.transcript.contains { $0.type == "dropped" })
             #expect(fast.transcript.filter { $0.type == "message" }.count == published)
         }
+    }
+}
+
+/// `messages: false` in cluster mode: the node a client is connected to
+/// delivers relayed messages per subscriber, so it applies the choice.
+@Suite("slow links: messages in cluster mode", .timeLimit(.minutes(3)))
+struct ClusterMessageOptionTests {
+    @Test("messages: false on a node that relays the channel: no message pushes there; subscribing again brings them back")
+    func optOutRelayed() throws {
+        let nats = try NATSServerProcess.start()
+        defer { nats.stop() }
+        let nodes = try ["m1", "m2"].map { try ClusterNodesTests.Node($0, nats: nats) }
+        defer { for node in nodes { node.process.send(signal: SIGTERM); _ = node.process.waitForExit() } }
+        try ClusterNodesTests.awaitSettled(nodes)
+
+        let channel = "laps/cluster-chatter"
+        let creator = try nodes[0].client("Doc")
+        try creator.call("subscribe", ["channel": channel])
+        try creator.call("unsubscribe", ["channel": channel])
+        let owner = try ClusterNodesTests.owner(of: channel, among: nodes)
+        let relaying = try #require(nodes.first { $0 !== owner })
+        let quiet = try relaying.client("board")
+        let chatty = try relaying.client("Marty")
+        let publisher = try owner.client("Doc")
+        try quiet.call("subscribe", ["channel": channel, "messages": false])
+        try chatty.call("subscribe", ["channel": channel])
+
+        try publisher.call("publish", ["channel": channel, "data": "one"])
+        #expect(try chatty.readUntil(type: "message")["data"] as? String == "one")
+        #expect(try quiet.request("ping").isOK)
+        #expect(!quiet.transcript.contains { $0.type == "message" }, "\(describe(quiet.transcript))")
+
+        try quiet.call("subscribe", ["channel": channel, "messages": true])
+        try publisher.call("publish", ["channel": channel, "data": "two"])
+        #expect(try quiet.readUntil(type: "message")["data"] as? String == "two")
+        #expect(try chatty.readUntil(type: "message")["data"] as? String == "two")
     }
 }
