@@ -38,6 +38,13 @@ public final class Loop {
     public static let readBufferSize = 64 * 1024
     /// The most chunks one write hands to the kernel (below IOV_MAX).
     static let maxChunksPerWrite = 256
+    /// The most bytes one `uv_write` is handed (at least one whole chunk).
+    /// What the kernel does not take at once stays in libuv until the
+    /// write completes and cannot be taken back; the rest waits in the
+    /// stream's own queue, where ``TCPStream/dropUnsent()`` can still drop
+    /// it (a slow consumer's `bye` goes out ahead of it). TLS encrypts no
+    /// more than this ahead of the socket either.
+    public static let maxBytesPerWrite = 256 * 1024
 
     /// Creates and initialises a new loop.
     public init() throws(UVError) {

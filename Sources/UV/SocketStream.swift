@@ -34,6 +34,16 @@ public enum SocketStream {
         }
     }
 
+    /// Drops queued output not yet handed to the kernel or libuv (for TLS:
+    /// plaintext not encrypted yet), whole chunks only; returns the bytes
+    /// dropped. What follows (a `bye`) goes out right behind what is in flight.
+    @inlinable @discardableResult public func dropUnsent() -> Int {
+        switch self {
+        case .tcp(let stream): stream.dropUnsent()
+        case .tls(let stream): stream.dropUnsent()
+        }
+    }
+
     /// Sends what is queued.
     @inlinable public func flush() {
         switch self {

@@ -31,7 +31,8 @@ extension TCPStream {
             onDrained?()
             return
         }
-        count = queue.fill(scratch, max: Loop.maxChunksPerWrite)
+        // Bounded: what libuv holds cannot be dropped any more.
+        count = queue.fill(scratch, max: Loop.maxChunksPerWrite, maxBytes: Loop.maxBytesPerWrite)
         var byteCount = 0
         for index in 0..<count { byteCount += Int(scratch[index].len) }
         let pending = PendingWrite(stream: self, owners: queue.removeFirst(count), byteCount: byteCount)
@@ -43,6 +44,16 @@ extension TCPStream {
             return
         }
         inFlight = pending
+    }
+
+    /// Drops the queued chunks that have not been handed to the kernel or
+    /// libuv yet: the write in flight goes on, and a chunk partly written
+    /// stays whole (framing stays intact). Returns the bytes dropped.
+    @discardableResult
+    public func dropUnsent() -> Int {
+        let before = queue.byteCount
+        queue.removeAllButStarted()
+        return before - queue.byteCount
     }
 
     func didWrite(_ pending: PendingWrite, status: Int32) {
@@ -138,6 +149,23 @@ struct WriteQueue {
         return filled
     }
 
+    /// Like ``fill(_:max:)``, but stops after the chunk that reaches
+    /// `maxBytes` (at least one chunk, whole).
+    func fill(_ buffers: UnsafeMutablePointer<uv_buf_t>, max: Int, maxBytes: Int) -> Int {
+        let limit = Swift.min(count, max)
+        var filled = 0
+        var bytes = 0
+        while filled < limit, filled == 0 || bytes < maxBytes {
+            let entry = entries![(head + filled) & (capacity - 1)]
+            let offset = filled == 0 ? headOffset : 0
+            let base = UnsafeMutableRawPointer(mutating: entry.base + offset)
+            buffers[filled] = uv_buf_init(base.assumingMemoryBound(to: CChar.self), UInt32(entry.count - offset))
+            bytes += entry.count - offset
+            filled += 1
+        }
+        return filled
+    }
+
     /// Drops `written` bytes from the front, releasing the chunks fully written.
     mutating func consume(_ written: Int) {
         var remaining = written
@@ -172,6 +200,18 @@ struct WriteQueue {
     mutating func removeAll() {
         while count > 0 { popFront().release() }
         byteCount = 0
+        releaseStorageIfEmpty()
+    }
+
+    /// Releases every queued chunk except a first one partly written.
+    mutating func removeAllButStarted() {
+        let keep = headOffset > 0 ? 1 : 0
+        while count > keep {
+            let entry = (entries! + ((head + count - 1) & (capacity - 1))).move()
+            count -= 1
+            byteCount -= entry.count
+            entry.owner.release()
+        }
         releaseStorageIfEmpty()
     }
 

@@ -36,6 +36,8 @@ public final class TLSStream {
     private var endReported = false
     private var sentCloseNotify = false
     private var handshakeStarted = false
+    /// Inside ``flush()``: the TCP stream's drain callback does not start another.
+    private var isEncrypting = false
     /// Queued in the gate, waiting for the next loop iteration's budget.
     var isWaitingAtGate = false
 
@@ -99,7 +101,11 @@ public final class TLSStream {
         // (``TCPStream`` drops them then), like the handle holds itself.
         tcp.onWriteError = { error in self.failWriting(error) }
         tcp.onDrained = {
-            if self.plaintext.isEmpty { self.onDrained?() }
+            if self.plaintext.isEmpty {
+                self.onDrained?()
+            } else if !self.isEncrypting {
+                self.flush()  // the next bounded batch (``flush()``)
+            }
         }
     }
 
@@ -324,20 +330,38 @@ public final class TLSStream {
     public var isDrained: Bool { plaintext.isEmpty && tcp.isDrained }
 
     /// Encrypts what is queued and writes it (nothing before the handshake
-    /// has completed: the handshake flushes then).
+    /// has completed: the handshake flushes then). Plaintext is encrypted
+    /// only while the TCP stream is drained, ``Loop/maxBytesPerWrite`` at a
+    /// time (the rest when the TCP stream drains again): what waits stays
+    /// plaintext, whole frames that ``dropUnsent()`` can still drop, since
+    /// ciphertext cannot be dropped without breaking the record stream.
     public func flush() {
-        guard phase == .established, !tcp.isClosing else { return }
-        if plaintext.isEmpty {
+        guard phase == .established, !tcp.isClosing, !isEncrypting else { return }
+        if plaintext.isEmpty || !tcp.isDrained {
             tcp.flush()
             return
         }
-        guard encryptQueued() else { return }
-        sendCiphertext()
+        isEncrypting = true
+        defer { isEncrypting = false }
+        while !plaintext.isEmpty, tcp.isDrained, !tcp.isClosing {
+            guard encryptQueued(upTo: Loop.maxBytesPerWrite) else { return }
+            sendCiphertext()
+        }
     }
 
-    /// `SSL_write`s every queued chunk: small ones gathered into records of
+    /// Drops the queued plaintext not encrypted yet (whole chunks); what
+    /// is encrypted goes on. Returns the bytes dropped.
+    @discardableResult
+    public func dropUnsent() -> Int {
+        let dropped = plaintext.byteCount
+        plaintext.removeAll()
+        return dropped
+    }
+
+    /// `SSL_write`s queued chunks, whole, until at least `limit` bytes are
+    /// encrypted or the queue is empty: small ones gathered into records of
     /// up to 16 KiB in the loop's scratch buffer, long ones in place.
-    private func encryptQueued() -> Bool {
+    private func encryptQueued(upTo limit: Int) -> Bool {
         let loop = tcp.loop
         let scratch = loop.recordScratch ?? {
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 * 1024, alignment: 16)
@@ -359,8 +383,9 @@ public final class TLSStream {
             }
             return true
         }
-        while !plaintext.isEmpty {
-            let count = plaintext.fill(buffers, max: Loop.maxChunksPerWrite)
+        var encrypted = 0
+        while !plaintext.isEmpty, encrypted < limit {
+            let count = plaintext.fill(buffers, max: Loop.maxChunksPerWrite, maxBytes: limit - encrypted)
             var total = 0
             for index in 0..<count {
                 var base = UnsafeRawPointer(buffers[index].base!)
@@ -383,6 +408,7 @@ public final class TLSStream {
                 }
             }
             plaintext.consume(total)
+            encrypted += total
         }
         if gathered > 0 { return write(scratch.baseAddress!, gathered) }
         return true
@@ -404,6 +430,9 @@ public final class TLSStream {
     public func shutdown(_ completion: @escaping (UVError?) -> Void) {
         if phase == .established && !sentCloseNotify {
             flush()
+            // close_notify goes after every byte queued, also what the
+            // bounded flush left waiting for the TCP stream to drain.
+            if !plaintext.isEmpty, !isEncrypting, encryptQueued(upTo: .max) { sendCiphertext() }
             sentCloseNotify = true
             TLSError.drainErrorQueue()
             _ = SSL_shutdown(ssl)

@@ -117,7 +117,8 @@ struct OutaTimeServerCommand: ParsableCommand {
 
     @Option(help: ArgumentHelp("""
         A connection with more than this many bytes queued gets ticks conflated: per channel only the \
-        newest tick waits until its output drains. Ticks alone never close a slow connection.
+        newest tick waits until its output drains; its message pushes are dropped with a count (a \
+        'dropped' push once it drains). Ticks and messages never close a slow connection.
         """, valueName: "bytes"))
     var tickBacklogBytes = 65_536
 

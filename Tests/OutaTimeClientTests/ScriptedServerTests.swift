@@ -110,6 +110,72 @@ struct ScriptedServerTests {
         }
     }
 
+    @Test("a large frame that keeps arriving slower than the unresponsive limit is read, not taken for a dead server")
+    func slowLargeFrame() throws {
+        try withClientLoop { clients in
+            let fake = try ScriptedServer(loop: clients.loop)
+            defer { fake.close() }
+            let trickle = UV.Timer(loop: clients.loop)
+            defer { trickle.close() }
+            // 192 KiB in 2 KiB pieces every 20 ms: about 2 s, twice the
+            // unresponsive limit (2 × 500 ms); pings are never answered.
+            let message = JSONValue.object(["type": .string("message"), "channel": .string(Self.channel),
+                                            "from": .object(["session": .string("fake-2"), "name": .string("Doc")]),
+                                            "data": .string(String(repeating: "x", count: 196_000))])
+            fake.onRequest = { peer, request in
+                guard request["type"] == .string("hello"), fake.peers.count == 1 else { return }
+                fake.reply(ScriptedServer.helloResult(heartbeatMs: 500), to: request, on: peer)
+                let body = Array(try! MessageEncoder().body(message))
+                var header = UInt32(body.count).bigEndian
+                var bytes = withUnsafeBytes(of: &header) { Array($0) } + body
+                trickle.start(timeoutMs: 20, repeatMs: 20) {
+                    let piece = Array(bytes.prefix(2_048))
+                    bytes.removeFirst(piece.count)
+                    peer.stream.enqueue(OwnedBytes(piece))
+                    peer.stream.flush()
+                    if bytes.isEmpty { trickle.stop() }
+                }
+            }
+            let connection = clients.connect(port: fake.port) { $0.backoff = BackoffPolicy(initialMs: 10, maxMs: 20) }
+            var received: [MessagePush] = []
+            connection.onMessage = { received.append($0) }
+            clients.expect("the message", timeout: 20) { !received.isEmpty || fake.requests("hello").count > 1 }
+            #expect(received.first.map { if case .string(let text) = $0.data { text.count } else { 0 } } == 196_000)
+            #expect(fake.requests("hello").count == 1, "reconnected: \(String(describing: connection.lastDisconnect))")
+        }
+    }
+
+    @Test("subscribe(messages: false) asks for no messages, subscribe() again asks for them; a dropped push reaches onDropped")
+    func messagesOption() throws {
+        try withClientLoop { clients in
+            let fake = try ScriptedServer(loop: clients.loop)
+            defer { fake.close() }
+            fake.onRequest = { peer, request in
+                switch request["type"] {
+                case .string("hello"):
+                    fake.reply(ScriptedServer.helloResult(), to: request, on: peer)
+                case .string("subscribe"):
+                    fake.reply(.object(["channel": .string(Self.channel), "kind": .string("delorean"), "seq": .int(1),
+                                        "watchers": Self.watchers,
+                                        "state": ChannelMirrorTests.state(at: 1).json()]), to: request, on: peer)
+                    fake.send(DroppedPush(channel: Self.channel, messages: 7), on: peer)
+                default:
+                    break
+                }
+            }
+            let connection = clients.connect(port: fake.port)
+            var dropped: [DroppedPush] = []
+            connection.onDropped = { dropped.append($0) }
+            connection.subscribe(Self.channel, messages: false)
+            clients.expect("the dropped push") { !dropped.isEmpty }
+            #expect(fake.requests("subscribe").first?["messages"] == .bool(false))
+            #expect(dropped == [DroppedPush(channel: Self.channel, messages: 7)])
+            connection.subscribe(Self.channel)
+            clients.expect("a second subscribe") { fake.requests("subscribe").count == 2 }
+            #expect(fake.requests("subscribe").last?["messages"] == nil)
+        }
+    }
+
     @Test("a server that breaks the protocol right after hello is retried with a growing delay, not at once each time")
     func brokenAfterHello() throws {
         try withClientLoop { clients in

@@ -17,6 +17,7 @@ extension ServerPush {
         case .event(let push): try OutaTimeProtocolTests.serverBody(push)
         case .tick(let push): try OutaTimeProtocolTests.serverBody(push)
         case .message(let push): try OutaTimeProtocolTests.serverBody(push)
+        case .dropped(let push): try OutaTimeProtocolTests.serverBody(push)
         case .presence(let push): try OutaTimeProtocolTests.serverBody(push)
         case .error(let push): try OutaTimeProtocolTests.serverBody(push)
         case .bye(let push): try OutaTimeProtocolTests.serverBody(push)
@@ -50,6 +51,8 @@ struct PushRoundTripTests {
             .tick(TickPush(channel: "laps/a", data: .object(["lap_number": .int(4), "lap_elapsed_ms": .int(55)]))),
             .message(MessagePush(channel: "delorean/main", from: marty, data: .null)),
             .message(MessagePush(channel: "delorean/main", from: marty, data: .string("Great Scott!"))),
+            .dropped(DroppedPush(channel: "delorean/main", messages: 1)),
+            .dropped(DroppedPush(channel: "starport/hill-valley", messages: 12_897)),
             .presence(PresencePush(channel: "delorean/main", joined: [doc])),
             .presence(PresencePush(channel: "delorean/main", joined: [], left: [doc, marty], watcherCount: 1)),
             .presence(PresencePush(channel: "laps/crowd", joined: [marty], left: [doc], watcherCount: 250,
@@ -70,6 +73,7 @@ struct PushRoundTripTests {
         case .event(let event): #expect(try decoder.decode(EventPush.self, from: body) == event)
         case .tick(let tick): #expect(try decoder.decode(TickPush<JSONValue>.self, from: body) == tick)
         case .message(let message): #expect(try decoder.decode(MessagePush.self, from: body) == message)
+        case .dropped(let dropped): #expect(try decoder.decode(DroppedPush.self, from: body) == dropped)
         case .presence(let presence): #expect(try decoder.decode(PresencePush.self, from: body) == presence)
         case .error(let error): #expect(try decoder.decode(ErrorPush.self, from: body) == error)
         case .bye(let bye): #expect(try decoder.decode(ByePush.self, from: body) == bye)

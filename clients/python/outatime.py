@@ -69,7 +69,7 @@ already, so their state stays exact: only the unread queue is bounded."""
 CLIENT_NAME = "outatime-python/0.1"
 """Sent as ``hello``'s ``client`` field."""
 
-PUSH_TYPES = frozenset({"event", "tick", "message", "presence", "error", "bye"})
+PUSH_TYPES = frozenset({"event", "tick", "message", "dropped", "presence", "error", "bye"})
 """Push types defined by protocol v1. Others are queued too (and otherwise
 ignored), since later revisions may add types."""
 
@@ -160,6 +160,11 @@ class Channel:
     last_tick: Optional[JSON] = None
     gap: bool = False
     subscribed: bool = False
+    messages: bool = True
+    """Whether the subscription takes ``message`` pushes (``subscribe``'s ``messages``)."""
+    messages_dropped: int = 0
+    """``message`` pushes the server dropped for this connection while its
+    output was backed up, summed from ``dropped`` pushes (section 12)."""
 
     def apply_subscribe_result(self, result: Dict[str, JSON]) -> None:
         """Take in a ``subscribe`` result in any of its three shapes (6.3)."""
@@ -447,21 +452,26 @@ class Client:
         """``ping``: returns ``{"time": ...}``, the server's clock."""
         return self.request("ping")
 
-    def subscribe(self, channel: str, since: Optional[int] = None) -> Dict[str, JSON]:
+    def subscribe(self, channel: str, since: Optional[int] = None, messages: bool = True) -> Dict[str, JSON]:
         """``subscribe``: start receiving the channel's pushes.
 
         Returns the result (``channel, kind, seq, watchers`` and ``state``, or
         with ``since`` also ``recovered`` and then ``events``) and records it
-        in ``self.channels[channel]``.
+        in ``self.channels[channel]``. With ``messages=False`` the server
+        sends no ``message`` pushes of the channel (section 6.3);
+        :meth:`recover` keeps that choice.
         """
         fields: Dict[str, JSON] = {"channel": channel}
         if since is not None:
             fields["since"] = since
+        if not messages:
+            fields["messages"] = False
         result = self.request("subscribe", **fields)
         tracker = self.channels.get(channel)
         if tracker is None:
             tracker = Channel(name=channel, kind=str(result.get("kind", "")))
             self.channels[channel] = tracker
+        tracker.messages = messages
         try:
             tracker.apply_subscribe_result(result)
         except (TypeError, AttributeError, ValueError, KeyError) as exc:
@@ -478,7 +488,9 @@ class Client:
         through this client it is a plain :meth:`subscribe`.
         """
         tracker = self.channels.get(channel)
-        return self.subscribe(channel, since=None if tracker is None else tracker.seq)
+        if tracker is None:
+            return self.subscribe(channel)
+        return self.subscribe(channel, since=tracker.seq, messages=tracker.messages)
 
     def unsubscribe(self, channel: str) -> Dict[str, JSON]:
         """``unsubscribe``: stop the channel's pushes (its tracker is dropped)."""
@@ -594,6 +606,8 @@ class Client:
                     tracker.last_tick = frame.get("data")
                 elif kind == "presence":
                     tracker.apply_presence(frame)
+                elif kind == "dropped":
+                    tracker.messages_dropped += int(frame.get("messages", 0))
             except (TypeError, AttributeError, ValueError, KeyError) as exc:
                 self.close()
                 raise ProtocolError(f"the server sent a {kind} push of the wrong shape: {exc}") from exc
@@ -624,11 +638,17 @@ class Client:
             self.close()
             raise ProtocolError(f"the server sent a frame of {length} bytes; a JSON object needs at least 2")
         # The header is consumed; a frame's body must follow, so wait for it
-        # even past the caller's deadline (bounded by the client's timeout).
-        body = self._read_exact(length, max(deadline, time.monotonic() + self.timeout))
+        # even past the caller's deadline, as long as it keeps coming: the
+        # client's timeout bounds the silence, not the whole body (a large
+        # frame on a slow link takes longer than any fixed deadline).
+        body = self._read_exact(length, max(deadline, time.monotonic() + self.timeout), idle=self.timeout)
         if body is None:
+            got = len(self._buf)
             self.close()
-            raise OutaTimeTimeout(f"the body of a {length}-byte frame did not arrive within {self.timeout} s")
+            raise OutaTimeTimeout(
+                f"the body of a {length}-byte frame stopped arriving: no byte for {self.timeout} s "
+                f"({got} of {length} bytes read)"
+            )
         try:
             frame = json.loads(body.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
@@ -639,11 +659,13 @@ class Client:
             raise ProtocolError(f"the server sent a frame that is not an object with a string 'type': {body[:200]!r}")
         return frame
 
-    def _read_exact(self, n: int, deadline: float) -> Optional[bytes]:
+    def _read_exact(self, n: int, deadline: float, idle: Optional[float] = None) -> Optional[bytes]:
         """Take ``n`` bytes from the buffer, reading the socket as needed.
 
-        Returns None (leaving the buffer as is) when ``deadline`` passes.
-        Sends a heartbeat ping while waiting, when one is due.
+        Returns None (leaving the buffer as is) when ``deadline`` passes;
+        with ``idle``, each chunk received moves the deadline to at least
+        ``idle`` seconds after it (a progress timeout). Sends a heartbeat
+        ping while waiting, when one is due.
         """
         while len(self._buf) < n:
             sock = self._require_sock()
@@ -674,6 +696,8 @@ class Client:
                     self.bye_reason or "connection_closed", "the server closed the connection without a bye"
                 )
             self._buf += chunk
+            if idle is not None:
+                deadline = max(deadline, time.monotonic() + idle)
         data = bytes(self._buf[:n])
         del self._buf[:n]
         return data

@@ -10,12 +10,19 @@ extension OutaTimeConnection {
     /// (`invalid_channel`, `unknown_kind`, …), after which there is no
     /// mirror. A `server_busy` (or `internal`) refusal is not final: the
     /// subscription is sent again with the next heartbeat. Subscribing again
-    /// to a mirrored channel only waits for (or returns) the mirror.
-    public func subscribe(_ channel: String, completion: ((Result<ChannelMirror, ClientError>) -> Void)? = nil) {
+    /// to a mirrored channel only waits for (or returns) the mirror, unless
+    /// `messages` changed: then the subscription is sent again with it.
+    /// With `messages: false` the server sends no `message` pushes of the
+    /// channel (protocol §6.3), also after reconnects.
+    public func subscribe(_ channel: String, messages: Bool = true,
+                          completion: ((Result<ChannelMirror, ClientError>) -> Void)? = nil) {
         if case .closed(let reason) = state {
             completion?(.failure(.closed(reason)))
             return
         }
+        let changed = messages ? channelsWithoutMessages.remove(channel) != nil
+                               : channelsWithoutMessages.insert(channel).inserted
+        if changed, mirrors[channel] != nil { sendSubscribe(channel) }
         if let mirror = mirrors[channel], mirror.isSynced {
             completion?(.success(mirror))
             return
@@ -33,6 +40,7 @@ extension OutaTimeConnection {
     public func unsubscribe(_ channel: String, completion: ((Result<Void, ClientError>) -> Void)? = nil) {
         mirrors[channel] = nil
         latestSubscribe[channel] = nil
+        channelsWithoutMessages.remove(channel)
         let waiters = subscribeWaiters.removeValue(forKey: channel) ?? []
         for waiter in waiters { waiter(.failure(.cancelled)) }
         guard isReady else {
@@ -71,6 +79,7 @@ extension OutaTimeConnection {
         var fields: [String: JSONValue] = ["channel": .string(channel)]
         let since = resume ? mirror.resumeSeq : nil
         if let since { fields["since"] = .int(since) }
+        if channelsWithoutMessages.contains(channel) { fields["messages"] = .bool(false) }
         subscribeSerial += 1
         let token = subscribeSerial
         latestSubscribe[channel] = token
@@ -172,6 +181,8 @@ extension OutaTimeConnection {
             onTick?(tick)
         case .push(.message(let message)):
             onMessage?(message)
+        case .push(.dropped(let dropped)):
+            onDropped?(dropped)
         case .push(.presence(let presence)):
             mirrors[presence.channel]?.record(presence)
             onPresence?(presence)

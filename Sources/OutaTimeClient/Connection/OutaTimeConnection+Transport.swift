@@ -127,11 +127,19 @@ extension OutaTimeConnection {
     /// until one of them drops the link.
     private func received(_ bytes: UnsafeRawBufferPointer, on link: Link) {
         guard self.link === link else { return }
+        // The silence limit is a progress timeout, not a whole-frame
+        // deadline: a 600 KB snapshot on a 1 Mbit link takes 5 s (issue 27).
+        link.bytesSinceInbound += bytes.count
+        if link.bytesSinceInbound >= Self.progressBytes {
+            link.bytesSinceInbound = 0
+            link.lastInboundAt = loop.now
+        }
         do {
             try link.decoder.feed(bytes) { body in
                 guard self.link === link else { return }
                 link.lastInboundAt = loop.now
                 lastFrameAtMs = loop.now
+                link.bytesSinceInbound = 0
                 let frame: IncomingFrame
                 do {
                     frame = try IncomingFrame.decode(body, with: decoder)

@@ -52,6 +52,9 @@ public final class OutaTimeConnection {
     public var onTick: ((TickPush<JSONValue>) -> Void)?
     /// A `publish`ed message arrived.
     public var onMessage: ((MessagePush) -> Void)?
+    /// The server dropped `message` pushes of a channel while this
+    /// connection's output was backed up, and says how many (protocol §12).
+    public var onDropped: ((DroppedPush) -> Void)?
     /// Watchers came or went (the mirror's ``ChannelMirror/watchers`` is updated first).
     public var onPresence: ((PresencePush) -> Void)?
     /// The server sent an `error` push (a failure not tied to a request
@@ -66,6 +69,11 @@ public final class OutaTimeConnection {
 
     /// The largest frame accepted from the server (§1: clients accept 16 MiB).
     public static let maxIncomingFrame = 16 << 20
+
+    /// Bytes of a frame still arriving that count as a sign of life (as a
+    /// complete frame does) for the unresponsive limit: a link slower than
+    /// that per limit is as good as dead; a trickle of a few bytes is not life.
+    static let progressBytes = 1024
 
     /// How long a connection must stay ready for its drop to start the
     /// backoff again at attempt 1.
@@ -96,6 +104,8 @@ public final class OutaTimeConnection {
     /// Mirrors whose `subscribe` met a transient refusal (`server_busy`),
     /// sent again at the next heartbeat.
     var retrySubscriptions: Set<String> = []
+    /// Mirrored channels subscribed with `messages: false` (kept across reconnects).
+    var channelsWithoutMessages: Set<String> = []
     var flushScheduled = false
     let encoder = MessageEncoder()
     let decoder = JSONDecoder()
@@ -213,9 +223,13 @@ final class Link {
     var maxFrame = 65_536
     /// The server's `heartbeat_ms`.
     var heartbeatMs: UInt64 = 15_000
-    /// Loop time of the last complete frame received (bytes of a frame
-    /// still arriving do not count: a server that trickles one is not alive).
+    /// Loop time of the last sign of life: a complete frame, or
+    /// ``OutaTimeConnection/progressBytes`` more of one still arriving (a
+    /// large frame on a slow link is progress; a server that trickles a
+    /// few bytes is not alive).
     var lastInboundAt: UInt64
+    /// Bytes received since ``lastInboundAt`` moved.
+    var bytesSinceInbound = 0
     /// Loop time `hello` succeeded on this link; nil before.
     var readyAt: UInt64?
     var pingInFlight = false

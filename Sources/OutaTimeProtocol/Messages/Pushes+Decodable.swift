@@ -44,6 +44,19 @@ extension MessagePush: Decodable {
     }
 }
 
+extension DroppedPush: Decodable {
+    /// Reads `{"type":"dropped","channel":C,"messages":N}`.
+    ///
+    /// - Throws: `DecodingError` for another `type` or a missing or
+    ///   ill-typed member.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        try container.expectType(Self.wireType, forKey: .type)
+        self.init(channel: try container.decode(String.self, forKey: .channel),
+                  messages: try container.decode(Int.self, forKey: .messages))
+    }
+}
+
 extension PresencePush: Decodable {
     /// Reads `{"type":"presence","channel":C,"joined":[…],"left":[…]}`
     /// with `watcher_count`, `joined_count` and `left_count` when present.

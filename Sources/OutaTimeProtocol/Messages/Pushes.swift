@@ -131,6 +131,38 @@ public struct MessagePush: Encodable, Sendable, Hashable {
     }
 }
 
+/// `message` pushes of a channel the server dropped for this connection
+/// because its output was backed up (protocol §7, §12):
+/// `{"type":"dropped","channel":C,"messages":N}`. Sent when the output has
+/// drained, before any later `message` of the channel.
+public struct DroppedPush: Encodable, Sendable, Hashable {
+    /// The push's `type` on the wire.
+    public static var wireType: String { "dropped" }
+
+    /// The channel, in its `kind/name` form.
+    public let channel: String
+    /// How many `message` pushes were dropped since the last `dropped` push.
+    public let messages: Int
+
+    /// Creates the push.
+    public init(channel: String, messages: Int) {
+        self.channel = channel
+        self.messages = messages
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case type, channel, messages
+    }
+
+    /// Writes `type` `dropped` and the fields.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(Self.wireType, forKey: .type)
+        try container.encode(channel, forKey: .channel)
+        try container.encode(messages, forKey: .messages)
+    }
+}
+
 /// Watchers of a channel changed:
 /// `{"type":"presence","channel":C,"joined":[…],"left":[…]}`. Both arrays
 /// are always present, possibly empty, so clients need no nil checks.

@@ -52,6 +52,15 @@ extension Request {
         return text
     }
 
+    /// An optional boolean field (`true` or `false`); the error names the value given.
+    public func optionalBool(_ key: String) throws(ProtocolError) -> Bool? {
+        guard let value = present(key) else { return nil }
+        guard case .bool(let flag) = value else {
+            throw ProtocolError(.invalidRequest, "field '\(key)' must be true or false, got \(value.errorDescription)")
+        }
+        return flag
+    }
+
     /// A required integer field within `range`.
     public func int(_ key: String, in range: ClosedRange<Int64>) throws(ProtocolError) -> Int64 {
         guard let number = try optionalInt(key, in: range) else {

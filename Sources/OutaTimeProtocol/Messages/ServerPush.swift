@@ -12,6 +12,9 @@ public enum ServerPush: Sendable, Equatable {
     case tick(TickPush<JSONValue>)
     /// A `publish`ed message.
     case message(MessagePush)
+    /// `message` pushes of a channel dropped while the connection's output
+    /// was backed up, with their count.
+    case dropped(DroppedPush)
     /// Watchers came or went.
     case presence(PresencePush)
     /// A failure not tied to a request id.
@@ -27,6 +30,7 @@ public enum ServerPush: Sendable, Equatable {
         case .event: EventPush.wireType
         case .tick: TickPush<JSONValue>.wireType
         case .message: MessagePush.wireType
+        case .dropped: DroppedPush.wireType
         case .presence: PresencePush.wireType
         case .error: ErrorPush.wireType
         case .bye: ByePush.wireType
@@ -48,6 +52,7 @@ extension ServerPush: Decodable {
         case EventPush.wireType: self = .event(try EventPush(from: decoder))
         case TickPush<JSONValue>.wireType: self = .tick(try TickPush(from: decoder))
         case MessagePush.wireType: self = .message(try MessagePush(from: decoder))
+        case DroppedPush.wireType: self = .dropped(try DroppedPush(from: decoder))
         case PresencePush.wireType: self = .presence(try PresencePush(from: decoder))
         case ErrorPush.wireType: self = .error(try ErrorPush(from: decoder))
         case ByePush.wireType: self = .bye(try ByePush(from: decoder))

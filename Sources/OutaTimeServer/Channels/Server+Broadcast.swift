@@ -22,6 +22,36 @@ extension Server {
         return delivered
     }
 
+    /// Encodes a `message` push once and queues it to every subscriber of
+    /// `channel` that did not opt out (`subscribe` `messages: false`); a
+    /// subscriber whose output is backed up gets a count instead
+    /// (``Session/queueMessage(_:channel:)``). Returns how many got it.
+    func broadcastMessage(_ message: MessagePush, to channel: String, exceptRemote: String? = nil) -> Int {
+        let remote = hasRemoteWatchers(channel)
+        guard let (subscribers, frame) = encodedOnce(message, for: channel, remote: remote) else { return 0 }
+        if remote { relayOut(frame, channel: channel, seq: nil, except: exceptRemote) }
+        guard let subscribers else { return 0 }
+        let delivered = queueMessage(frame, to: subscribers, channel: channel)
+        countDelivered(delivered, of: frame)
+        return delivered
+    }
+
+    /// Queues a `message` frame to the channel's local subscribers that
+    /// take messages (also a relayed one); returns how many got it.
+    func queueMessage(_ frame: Frame, to subscribers: SubscriberList, channel: String) -> Int {
+        var delivered = 0
+        if let quiet = subscriptions.sessionsWithoutMessages(on: channel) {
+            for session in subscribers.members where !quiet.contains(session.serial) {
+                if session.queueMessage(frame, channel: channel) { delivered += 1 }
+            }
+        } else {
+            for session in subscribers.members where session.queueMessage(frame, channel: channel) {
+                delivered += 1
+            }
+        }
+        return delivered
+    }
+
     /// Encodes a tick once and queues it to every watcher of `channel`;
     /// a watcher whose output is backed up gets only the newest
     /// (``Session/queueTick(_:channel:)``).

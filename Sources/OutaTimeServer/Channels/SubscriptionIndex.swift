@@ -38,6 +38,10 @@ final class SubscriberList {
 /// less memory per idle connection than a set.
 struct SubscriptionIndex {
     private var subscribersByChannel: [String: SubscriberList] = [:]
+    /// Per channel, the sessions (serials) that subscribed with `messages:
+    /// false` (protocol §6.3): only message broadcasts look here, and only
+    /// while anyone opted out.
+    private var withoutMessages: [String: Set<Int>] = [:]
     /// Total subscriptions, for `stats`.
     private(set) var count = 0
 
@@ -69,8 +73,25 @@ struct SubscriptionIndex {
         return true
     }
 
+    /// Records whether `session` wants `message` pushes of `channel`
+    /// (`subscribe`'s `messages`; a later `subscribe` changes it).
+    mutating func setMessages(_ wanted: Bool, for session: Session, on channel: String) {
+        if wanted {
+            guard withoutMessages[channel]?.remove(session.serial) != nil else { return }
+            if withoutMessages[channel]?.isEmpty == true { withoutMessages[channel] = nil }
+        } else {
+            withoutMessages[channel, default: []].insert(session.serial)
+        }
+    }
+
+    /// The sessions of `channel` that get no `message` pushes (nil: none).
+    func sessionsWithoutMessages(on channel: String) -> Set<Int>? {
+        withoutMessages.isEmpty ? nil : withoutMessages[channel]
+    }
+
     /// Removes the pair; returns false if it did not exist.
     mutating func remove(_ session: Session, from channel: String) -> Bool {
+        if !withoutMessages.isEmpty { setMessages(true, for: session, on: channel) }
         guard let list = subscribersByChannel[channel], list.remove(session) else { return false }
         if list.count == 0 { subscribersByChannel[channel] = nil }
         if let index = session.subscribed.firstIndex(of: channel) { session.subscribed.remove(at: index) }
@@ -83,6 +104,7 @@ struct SubscriptionIndex {
         let channels = session.subscribed
         session.subscribed = []
         for channel in channels {
+            if !withoutMessages.isEmpty { setMessages(true, for: session, on: channel) }
             guard let list = subscribersByChannel[channel], list.remove(session) else { continue }
             if list.count == 0 { subscribersByChannel[channel] = nil }
             count -= 1

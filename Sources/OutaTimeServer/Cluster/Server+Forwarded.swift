@@ -82,7 +82,7 @@ extension Server {
                     throw ProtocolError(.forbidden, "'publish' needs role operate or higher; this connection has role \(caller.role.rawValue)")
                 }
                 counters.messagesPublished += 1
-                let local = broadcast(MessagePush(channel: key, from: caller.watcher, data: data), to: key)
+                let local = broadcastMessage(MessagePush(channel: key, from: caller.watcher, data: data), to: key)
                 answer(caller, ForwardedAnswer(), body: replyBody(request.id, PublishResult(delivered: local + cluster.remoteCount(of: key))))
             case .leave, .resync:
                 break

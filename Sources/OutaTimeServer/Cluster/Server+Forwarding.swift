@@ -22,6 +22,8 @@ extension Server {
               cluster.ownership?.liveNodes.contains(owner) ?? false else { throw noOwner(key) }
         switch operation {
         case .subscribe:
+            // Kept on this node, where the relayed messages are delivered per subscriber.
+            let messages = try request.optionalBool("messages") ?? true
             if !subscriptions.isSubscribed(session, to: key), session.subscribed.count >= config.maxSubscriptionsPerSession {
                 throw ProtocolError(.tooManySubscriptions,
                     "cannot subscribe to '\(key)': this connection already has \(config.maxSubscriptionsPerSession) subscriptions (the limit); unsubscribe from one first")
@@ -34,6 +36,7 @@ extension Server {
                 return relay
             }()
             relay.owner = owner
+            subscriptions.setMessages(messages, for: session, on: key)
         case .unsubscribe:
             guard subscriptions.remove(session, from: key) else {
                 throw ProtocolError(.notSubscribed, "this connection is not subscribed to '\(key)'")
@@ -155,6 +158,9 @@ extension Server {
             joined(session, wait, at: header.seq ?? 0, reply: frame, cluster)
         case .subscribe:
             endRelayIfUnused(wait.channel, cluster)
+            if !subscriptions.isSubscribed(session, to: wait.channel) {
+                subscriptions.setMessages(true, for: session, on: wait.channel)  // refused: forget the opt-out
+            }
             session.fill(wait.slot, frame: frame)
         case .command:
             // The issuer sees its event before its reply, as on one node.

@@ -22,9 +22,14 @@ extension Server {
         guard let subscribers = subscriptions.subscribers(of: push.channel) else { return }
         let isTick = push.body.starts(with: Self.tickPrefix)
         var delivered = 0
-        for session in subscribers.members where session.state.isReady && session.id != push.except {
-            if isTick ? session.queueTick(frame, channel: push.channel) : session.queue(frame, limit: config.outputLimitBytes) {
-                delivered += 1
+        if push.except == nil, !isTick, push.body.starts(with: Self.messagePrefix) {
+            // Messages, per local subscriber: opt-outs and drop counts (§6.3, §12).
+            delivered = queueMessage(frame, to: subscribers, channel: push.channel)
+        } else {
+            for session in subscribers.members where session.state.isReady && session.id != push.except {
+                if isTick ? session.queueTick(frame, channel: push.channel) : session.queue(frame, limit: config.outputLimitBytes) {
+                    delivered += 1
+                }
             }
         }
         counters.deliveries += delivered
@@ -34,6 +39,8 @@ extension Server {
 
     /// How the encoder begins a tick push (``TickPush``): ticks are conflated, other pushes are not.
     static let tickPrefix = Array(#"{"type":"tick""#.utf8)
+    /// How the encoder begins a `message` push (``MessagePush``).
+    static let messagePrefix = Array(#"{"type":"message""#.utf8)
 
     /// An event push of a relayed channel: delivered in seq order, once.
     func relayEvent(_ relay: RelayedChannel, seq: Int64, frame: Frame) {

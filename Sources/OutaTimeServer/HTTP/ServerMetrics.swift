@@ -105,6 +105,8 @@ final class ServerMetrics {
         counter("outatime_ticks_late_total", stats.ticksLate, help: "Ticks built more than \(ServerCounters.lateTickMs) ms after they were due")
         counter("outatime_ticks_conflated_total", stats.ticksConflated,
                 help: "Ticks a slow connection never got (a newer one replaced them)")
+        counter("outatime_messages_dropped_total", stats.messagesDropped,
+                help: "Message pushes not queued to a backed-up connection (reported to it in dropped pushes)")
         counter("outatime_reads_deferred_total", stats.readsDeferred,
                 help: "Reads put off to a later loop iteration: that iteration's read time was spent")
         counter("outatime_reports_deferred_total", stats.reportsDeferred,

@@ -127,6 +127,7 @@ extension Server {
             ticks: counters.ticks,
             ticksLate: counters.ticksLate,
             ticksConflated: counters.ticksConflated,
+            messagesDropped: counters.messagesDropped,
             readsDeferred: loop.deferredReads,
             reportsDeferred: counters.reportsDeferred,
             tickLatenessMaxMs: counters.tickLatenessMaxMs,

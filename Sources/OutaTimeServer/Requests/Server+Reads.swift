@@ -16,6 +16,7 @@ extension Server {
     func subscribe(_ request: Request, on session: Session) throws(ProtocolError) -> Handled {
         let name = try scopedChannel(request, for: session)
         let since = try request.optionalInt("since", in: 0...Self.maxSeq)
+        let messages = try request.optionalBool("messages") ?? true
         let key = name.description
         if !subscriptions.isSubscribed(session, to: key),
            session.subscribed.count >= config.maxSubscriptionsPerSession {
@@ -27,6 +28,7 @@ extension Server {
         if subscriptions.add(session, to: key) {
             broadcastPresence(channel: key, joined: [session.watcher], left: [], except: session)
         }
+        subscriptions.setMessages(messages, for: session, on: key)
         // Nothing missed (since == seq) is a recovery with no events; a
         // `since` ahead of the channel means the store was reset; too many
         // missed events (beyond the history kept, or more than a frame
@@ -249,7 +251,7 @@ extension Server {
             throw ProtocolError(.invalidRequest, "field 'data' is required (any JSON value)")
         }
         counters.messagesPublished += 1
-        let delivered = broadcast(MessagePush(channel: key, from: session.watcher, data: data), to: key)
+        let delivered = broadcastMessage(MessagePush(channel: key, from: session.watcher, data: data), to: key)
         session.reply(request.id, PublishResult(delivered: delivered + (cluster?.remoteCount(of: key) ?? 0)))
         return .replied
     }

@@ -58,6 +58,9 @@ struct ServerCounters {
     /// Ticks a slow connection never got: a newer one of the same channel
     /// replaced them while its output drained (conflation).
     var ticksConflated = 0
+    /// `message` pushes not queued to a connection whose output was backed
+    /// up (each reported to it in a `dropped` push).
+    var messagesDropped = 0
     /// Times the handling of committed groups went on in a later loop
     /// iteration, its time spent (``Server/reportCommits()``).
     var reportsDeferred = 0
@@ -111,6 +114,7 @@ struct StatsResult: Encodable {
     var ticks: Int
     var ticksLate: Int
     var ticksConflated: Int
+    var messagesDropped: Int
     /// Reads the loop put off to a later iteration (``ServerConfig/readBudgetMicroseconds``).
     var readsDeferred: Int
     /// Times the handling of committed groups went on in a later iteration.
@@ -170,6 +174,7 @@ struct StatsResult: Encodable {
         case ticks
         case ticksLate = "ticks_late"
         case ticksConflated = "ticks_conflated"
+        case messagesDropped = "messages_dropped"
         case readsDeferred = "reads_deferred"
         case reportsDeferred = "reports_deferred"
         case tickLatenessMaxMs = "tick_lateness_max_ms"

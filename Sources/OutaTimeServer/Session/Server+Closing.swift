@@ -14,7 +14,15 @@ extension Server {
             destroy(session, reason: .tlsUnfinished)
             return
         }
-        if reason == .slowConsumer { counters.slowConsumerCloses += 1 }
+        if reason == .slowConsumer {
+            counters.slowConsumerCloses += 1
+            // The reason must reach the peer: the frames queued behind
+            // what is already with the kernel (or libuv) are dropped, and
+            // the `bye` goes alone right behind that (protocol §12). Other
+            // closes keep their queue: a shutdown flushes the replies of
+            // committed work first (§13).
+            session.stream.dropUnsent()
+        }
         logger.debug("closing connection", metadata: ["conn.id": "\(session.id)", "reason": "\(reason.rawValue)"])
         session.sendFinal(ByePush(reason: reason))
         beginClosing(session, reason: .bye, bye: reason)
@@ -27,7 +35,7 @@ extension Server {
         session.transition(to: .closing(reason: reason, deadline: loop.now + UInt64(config.lingerMs)))
         count(close: bye?.rawValue ?? reason.rawValue)
         session.requests.clear()
-        session.dropHeldTicks()
+        session.dropHeld()
         detach(session)
         if !session.sawEOF { try? session.stream.resumeReading() }  // to notice the peer's EOF
         let stream = session.stream

@@ -132,9 +132,19 @@ final class Session {
     var rateWindowEnd: UInt64 = 0
     /// Requests run in the current request-rate window.
     var requestsInWindow = 0
-    /// Ticks waiting for the output to drain, newest per channel
-    /// (conflation; see ``queueTick(_:channel:)``).
-    private(set) var heldTicks: [String: Frame] = [:]
+    /// Per channel, what waits for the output to drain: the newest tick
+    /// (conflation; see ``queueTick(_:channel:)``) and the count of
+    /// `message` pushes dropped (``queueMessage(_:channel:)``). Empty while
+    /// the connection keeps up.
+    private(set) var held: [String: HeldPushes] = [:]
+
+    /// A channel's ephemeral pushes held back while the output is backed up.
+    struct HeldPushes {
+        /// The newest tick, sent when the output drains.
+        var tick: Frame?
+        /// `message` pushes dropped; a `dropped` push says how many.
+        var droppedMessages = 0
+    }
 
     init(serial: Int, id: String, stream: SocketStream, server: Server, maxFrame: Int, now: UInt64) {
         self.serial = serial
@@ -183,39 +193,94 @@ final class Session {
     /// tick was queued now (a held one is counted when it goes out).
     func queueTick(_ frame: Frame, channel: String) -> Bool {
         guard !isSealed, state.isReady else { return false }
-        if heldTicks.isEmpty, stream.bufferedByteCount < server.config.tickBacklogBytes {
+        if held.isEmpty, stream.bufferedByteCount < server.config.tickBacklogBytes {
             stream.enqueue(frame)
             if !isDirty { server.markDirty(self) }
             return true
         }
-        if heldTicks.updateValue(frame, forKey: channel) != nil {
+        if held[channel, default: HeldPushes()].tick.replace(with: frame) {
             server.counters.ticksConflated += 1
         }
-        if stream.onDrained == nil {
-            // Strong and alone: no closure box (see `Server.accept`); cleared on release or close.
-            stream.onDrained = { self.releaseHeldTicks() }
-        }
+        releaseWhenDrained()
         return false
     }
 
-    /// The output drained: the waiting ticks go out.
-    private func releaseHeldTicks() {
-        stream.onDrained = nil
-        let ticks = heldTicks
-        heldTicks = [:]
-        guard state.isReady, !isSealed else { return }
-        for frame in ticks.values {
+    /// Queues a `message` push while the output is short (below
+    /// ``ServerConfig/tickBacklogBytes``, as ticks); beyond that it is
+    /// dropped and counted for its channel, so that ephemeral chatter
+    /// never closes a slow link (protocol §12). The count goes out as a
+    /// `dropped` push when the output drains, or before the channel's next
+    /// message that is queued, whichever comes first. Returns true when
+    /// the message was queued.
+    @inline(__always)
+    func queueMessage(_ frame: Frame, channel: String) -> Bool {
+        guard !isSealed, state.isReady else { return false }
+        if held.isEmpty, stream.bufferedByteCount < server.config.tickBacklogBytes {
             stream.enqueue(frame)
-            server.counters.deliveries += 1
-            server.counters.framesOut += 1
-            server.counters.bytesOut += frame.count
+            if !isDirty { server.markDirty(self) }
+            return true
+        }
+        return queueMessageBackedUp(frame, channel: channel)
+    }
+
+    /// ``queueMessage(_:channel:)`` while something is held or the output is long.
+    private func queueMessageBackedUp(_ frame: Frame, channel: String) -> Bool {
+        guard stream.bufferedByteCount < server.config.tickBacklogBytes else {
+            held[channel, default: HeldPushes()].droppedMessages += 1
+            server.counters.messagesDropped += 1
+            releaseWhenDrained()
+            return false
+        }
+        // Short again, ticks still waiting for the drain: the count first.
+        if let dropped = held[channel]?.droppedMessages, dropped > 0 {
+            held[channel]?.droppedMessages = 0
+            if held[channel]?.tick == nil { held[channel] = nil }
+            if held.isEmpty { stream.onDrained = nil }
+            sendDropped(dropped, channel: channel)
+        }
+        stream.enqueue(frame)
+        if !isDirty { server.markDirty(self) }
+        return true
+    }
+
+    private func releaseWhenDrained() {
+        if stream.onDrained == nil {
+            // Strong and alone: no closure box (see `Server.accept`); cleared on release or close.
+            stream.onDrained = { self.releaseHeld() }
+        }
+    }
+
+    /// The output drained: each channel's count of dropped messages, then
+    /// its waiting tick, go out.
+    private func releaseHeld() {
+        stream.onDrained = nil
+        let waiting = held
+        held = [:]
+        guard state.isReady, !isSealed else { return }
+        for (channel, pushes) in waiting {
+            if pushes.droppedMessages > 0 { sendDropped(pushes.droppedMessages, channel: channel) }
+            if let frame = pushes.tick {
+                stream.enqueue(frame)
+                server.counters.deliveries += 1
+                server.counters.framesOut += 1
+                server.counters.bytesOut += frame.count
+            }
         }
         if !isDirty { server.markDirty(self) }
     }
 
-    /// Drops waiting ticks (the conversation is ending).
-    func dropHeldTicks() {
-        heldTicks = [:]
+    /// Queues `{"type":"dropped","channel":C,"messages":N}` (per connection, rare).
+    private func sendDropped(_ count: Int, channel: String) {
+        guard let frame = encoded(DroppedPush(channel: channel, messages: count)) else { return }
+        stream.enqueue(frame)
+        server.counters.framesOut += 1
+        server.counters.bytesOut += frame.count
+        if !isDirty { server.markDirty(self) }
+    }
+
+    /// Drops waiting ticks and counts (the conversation is ending).
+    func dropHeld() {
+        held = [:]
         stream.onDrained = nil
     }
 
@@ -320,3 +385,11 @@ final class Session {
 }
 
 extension Frame: ByteChunk {}
+
+extension Optional {
+    /// Sets the value; true if there was one (it was replaced).
+    fileprivate mutating func replace(with value: Wrapped) -> Bool {
+        defer { self = value }
+        return self != nil
+    }
+}

@@ -313,6 +313,34 @@ class FramingTest(unittest.TestCase):
         with self.assertRaises(ProtocolError):
             c.next_push(2.0)
 
+    def test_large_frame_arriving_slowly_is_read(self) -> None:
+        # The timeout bounds silence, not the whole frame (issue 27: a
+        # 634,062-byte snapshot on a 1 Mbit link never fit in 5 s): 64 KiB
+        # in 4 KiB pieces every 50 ms takes 0.8 s, four times the timeout.
+        c, peer = self.make()
+        c.timeout = 0.2
+        data = self.frame({"type": "message", "channel": "laps/a", "data": "x" * 65_000})
+
+        def trickle() -> None:
+            for start in range(0, len(data), 4096):
+                peer.sendall(data[start:start + 4096])
+                time.sleep(0.05)
+
+        threading.Thread(target=trickle, daemon=True).start()
+        self.assertEqual(len(c.next_push(0.5)["data"]), 65_000)
+
+    def test_frame_that_stops_mid_body_times_out(self) -> None:
+        c, peer = self.make()
+        c.timeout = 0.3
+        data = self.frame({"type": "message", "channel": "laps/a", "data": "x" * 10_000})
+        peer.sendall(data[:5_000])
+        t0 = time.monotonic()
+        with self.assertRaises(OutaTimeTimeout) as cm:
+            c.next_push(0.1)
+        self.assertIn("stopped arriving", str(cm.exception))
+        self.assertLess(time.monotonic() - t0, 5.0)
+        self.assertFalse(c.connected)
+
     def test_peer_close_raises_connection_closed(self) -> None:
         c, peer = self.make()
         peer.close()
@@ -541,6 +569,53 @@ class PublishPresenceTest(ServerTestCase):
         self.assertEqual(p["left"], [{"session": b.session, "name": "Doc"}])
         self.assertEqual([w["name"] for w in a.channels[ch].watchers], ["Marty"])
         self.assertEqual(a.publish(ch, "alone"), {"delivered": 1})
+
+
+class MessageOptionsTest(ServerTestCase):
+    server_args = ["--tick-backlog-bytes", "4096"]
+
+    def test_subscribe_without_messages(self) -> None:
+        ch = "laps/quiet"
+        quiet = self.client(name="board")
+        doc = self.client(name="Doc")
+        quiet.subscribe(ch, messages=False)
+        self.assertFalse(quiet.channels[ch].messages)
+        self.assertEqual(doc.publish(ch, "unseen"), {"delivered": 0})
+        quiet.ping()  # a message published before would have arrived before the pong
+        self.assertFalse([p for p in quiet.pushes(0.2) if p["type"] == "message"])
+        quiet.recover(ch)  # keeps messages=False
+        self.assertEqual(doc.publish(ch, "still unseen"), {"delivered": 0})
+        quiet.subscribe(ch)
+        self.assertEqual(doc.publish(ch, "seen"), {"delivered": 1})
+        m, _ = self.wait_for(quiet, lambda p: p["type"] == "message")
+        self.assertEqual(m["data"], "seen")
+
+    def test_dropped_messages_are_counted(self) -> None:
+        ch = "laps/chatter"
+        slow = self.client(name="slowpoke")
+        slow.subscribe(ch)
+        doc = self.client(name="Doc")
+        payload = "x" * 8_000
+        published = 0
+        first_drop = None
+        while published < 5_000 and (first_drop is None or published < first_drop + 10):
+            published += 1
+            if doc.publish(ch, f"{published} {payload}")["delivered"] == 0 and first_drop is None:
+                first_drop = published
+        self.assertIsNotNone(first_drop, "nothing was dropped")
+        received = 0
+        counted = 0
+        while received + counted < published:
+            p = slow.next_push(10.0)
+            self.assertNotEqual(p["type"], "bye")
+            if p["type"] == "message":
+                received += 1
+            elif p["type"] == "dropped":
+                self.assertEqual(p["channel"], ch)
+                counted += p["messages"]
+        self.assertGreaterEqual(counted, 10)
+        self.assertEqual(slow.channels[ch].messages_dropped, counted)
+        self.assertEqual(doc.request("stats")["messages_dropped"], counted)
 
 
 class DeLoreanTest(ServerTestCase):

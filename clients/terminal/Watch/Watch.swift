@@ -145,7 +145,7 @@ final class WatchSession {
         wire()
         connection.connect()
         for channel in board.channels {
-            connection.subscribe(channel) { [unowned self] result in
+            connection.subscribe(channel, messages: false) { [unowned self] result in
                 if case .failure(let error) = result { say("\(channel): \(error)") }
                 changed()
             }
