@@ -174,6 +174,7 @@ extension Server {
         let key = name.description
         let action = try request.string("action")
         let args = ActionArgs(try request.optionalObject("args") ?? [:])
+        let idempotencyKey = try Self.idempotencyKey(of: request)
         let kind = name.kind.behaviour
         guard let access = kind.actions[action] else { throw kind.unknownAction(action) }
         if access == .mutating && caller.role < .operate {
@@ -187,6 +188,11 @@ extension Server {
         let channel = try channelToRead(name, caller)
         guard channel.pipeline.isDurable else { return channel.settleCallbacks.append(retry) }
         counters.commands += 1
+        if let idempotencyKey, channels[key] === channel,
+           try answerRepeat(of: idempotencyKey, action: action, on: channel, id: request.id,
+                            target: { .remote(caller.request) }) != nil {
+            return
+        }
         let context = ActionContext(now: clock.now, session: caller.session, actor: caller.name, itemLimit: itemLimit)
         let outcome: ActionOutcome
         do throws(ProtocolError) {
@@ -200,8 +206,11 @@ extension Server {
             answer(caller, ForwardedAnswer(), body: replyBody(id: request.id, outcome: outcome))
             return
         }
-        let reply = PendingReply(target: .remote(caller.request), id: request.id, outcome: outcome,
+        var reply = PendingReply(target: .remote(caller.request), id: request.id, outcome: outcome,
                                  lastSeq: channel.seq + Int64(outcome.events.count))
+        if let idempotencyKey {
+            reply.keyed = rememberKeyed(idempotencyKey, action: action, outcome: outcome, on: channel, at: context.now)
+        }
         commit(outcome.events, on: channel, at: context.now, reply: reply)
     }
 
