@@ -27,7 +27,7 @@ extension Server {
             let shown = key.unicodeScalars.count > 80 ? String(key.prefix(80)) + "…" : key
             throw ProtocolError(.invalidRequest,
                 "field 'idempotency_key' must be 1…64 characters of A–Z a–z 0–9 . _ - : (a UUID fits), got "
-                    + "\(JSONValue.string(shown).errorDescription) (\(key.unicodeScalars.count) characters)")
+                    + "\(JSONValue.string(shown).errorDescription), \(key.unicodeScalars.count) characters")
         }
         return key
     }
