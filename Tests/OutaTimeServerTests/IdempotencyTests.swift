@@ -262,3 +262,59 @@ private final class GatedStore: DurableStore {
     }
     func allCommandKeys() throws -> [StoredCommandKey] { try inner.allCommandKeys() }
 }
+
+/// `protocol/vectors/idempotency.json` (PROTOCOL.md §14.5): the exchanges
+/// of §6.9, replayed in order against a real server, restarted on the same
+/// database where a step says `restart_before`.
+@Suite("idempotency vectors", .timeLimit(.minutes(2)))
+struct IdempotencyVectorTests {
+    static func vectors() throws -> [[String: Any]] {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let data = try Data(contentsOf: root.appendingPathComponent("protocol/vectors/idempotency.json"))
+        return try #require(try JSONSerialization.jsonObject(with: data) as? [[String: Any]])
+    }
+
+    /// `expected` matched against `actual`: objects by the expected keys,
+    /// arrays element by element, anything else equal.
+    static func matches(_ expected: Any?, _ actual: Any?) -> Bool {
+        switch (expected, actual) {
+        case (let expected as [String: Any], let actual as [String: Any]):
+            return expected.allSatisfy { matches($0.value, actual[$0.key]) }
+        case (let expected as [Any], let actual as [Any]):
+            return expected.count == actual.count && zip(expected, actual).allSatisfy { matches($0, $1) }
+        default:
+            return jsonEqual(expected, actual)
+        }
+    }
+
+    @Test("every step of the idempotency vectors gets its expected reply")
+    func replay() throws {
+        let steps = try Self.vectors()
+        #expect(steps.count >= 8)
+        let folder = try TemporaryFolder()
+        let path = folder.path("vectors.sqlite")
+        var server = try TestServer(databasePath: path)
+        defer { server.stop() }
+        var connections: [String: TestClient] = [:]
+        for step in steps {
+            let name = step["name"] as? String ?? "?"
+            if step["restart_before"] as? Bool == true {
+                connections = [:]
+                server.stop()
+                server = try TestServer(databasePath: path)
+            }
+            let label = step["connection"] as? String ?? "a"
+            let client = try connections[label] ?? server.connectReady()
+            connections[label] = client
+            var send = try #require(step[object: "send"], "\(name)")
+            let type = try #require(send.removeValue(forKey: "type") as? String)
+            let reply = try client.request(type, send)
+            let expect = try #require(step[object: "expect"], "\(name)")
+            #expect(Self.matches(expect, reply), "\(name): \(describe([reply]))")
+            for key in ["seq", "repeated"] {
+                #expect((expect[key] == nil) == (reply[key] == nil), "\(name): '\(key)' \(describe([reply]))")
+            }
+        }
+    }
+}
