@@ -198,6 +198,24 @@ struct IdempotencyTests {
         }
     }
 
+    @Test("a timers start or stop is not remembered: viewing belongs to the connection, so a new one views again")
+    func viewingNotRemembered() throws {
+        try withTestServer { server in
+            let first = try server.connectReady()
+            try first.call("command", Self.add)
+            try first.call("subscribe", ["channel": "timers/retry"])
+            let start: [String: Any] = ["channel": "timers/retry", "action": "start", "args": ["id": 1],
+                                        "idempotency_key": "view-1"]
+            let viewing = try first.request("command", start)
+            #expect(viewing.isOK && viewing["seq"] == nil, "\(describe([viewing]))")
+            let second = try server.connectReady()
+            try second.call("subscribe", ["channel": "timers/retry"])
+            let again = try second.request("command", start)
+            #expect(again.isOK && again["repeated"] == nil, "\(describe([again]))")
+            #expect(again[object: "result"]?[int: "viewers"] == 2, "the second connection views too: \(describe([again]))")
+        }
+    }
+
     @Test("keys are forgotten after --idempotency-window-s: a later repeat runs again")
     func windowExpires() throws {
         try withTestServer({ $0.idempotencyWindowS = 1 }) { server in

@@ -557,12 +557,11 @@ class Client:
         came by then, :class:`OutcomeUnknown` is raised: the command may or
         may not have been applied; call again with its ``idempotency_key``
         to settle it. A refusal (any other error reply) is raised as usual:
-        nothing was applied. Not for a timers list's ``start`` and ``stop``,
-        which act on this connection's viewing (``ValueError``).
+        nothing was applied. A timers list's ``start`` and ``stop`` act on
+        this connection's viewing, which ends with the connection: the
+        server does not remember their key, so a retry views again.
         """
         fields: Dict[str, JSON] = {"channel": channel, "action": action, "args": args}
-        if retry and channel.startswith("timers/") and action in ("start", "stop"):
-            raise ValueError(f"'{action}' acts on this connection's viewing of '{channel}': it cannot be retried on another")
         if retry and idempotency_key is None:
             idempotency_key = str(uuid.uuid4())
         if idempotency_key is not None:

@@ -174,8 +174,11 @@ extension Server {
         let key = name.description
         let action = try request.string("action")
         let args = ActionArgs(try request.optionalObject("args") ?? [:])
-        let idempotencyKey = try Self.idempotencyKey(of: request)
+        var idempotencyKey = try Self.idempotencyKey(of: request)
         let kind = name.kind.behaviour
+        // Viewing (timers `start`/`stop`) belongs to the connection and
+        // ends with it: run again on a new connection, it must apply.
+        if kind.viewerActions.contains(action) { idempotencyKey = nil }
         guard let access = kind.actions[action] else { throw kind.unknownAction(action) }
         if access == .mutating && caller.role < .operate {
             throw ProtocolError(.forbidden,

@@ -211,10 +211,20 @@ class IdempotencyTest(ServerTestCase):
         self.assertTrue(d.last_repeated)
         self.assertEqual(len(self.timers()), 1)
 
-    def test_viewing_actions_are_not_retried(self) -> None:
-        c = self.client()
-        with self.assertRaises(ValueError):
-            c.command(CH, "start", retry=True, id=1)
+    def test_viewing_is_not_remembered(self) -> None:
+        # start/stop act on the connection's own viewing: a key is not
+        # remembered, so the same start on a new connection views again.
+        a = self.client()
+        a.command(CH, "add", event="Clock tower", remaining_s=600)
+        a.subscribe(CH)
+        a.command(CH, "start", idempotency_key="view-1", id=1)
+        self.assertIsNone(a.last_seq)
+        a.close()
+        b = self.client(name="again")
+        b.subscribe(CH)
+        timer = b.command(CH, "start", retry=True, idempotency_key="view-1", id=1)
+        self.assertFalse(b.last_repeated)
+        self.assertEqual(timer["status"], "running")
 
 
 if __name__ == "__main__":
