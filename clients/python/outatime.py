@@ -587,7 +587,7 @@ class Client:
                 self.close()
             if time.monotonic() >= deadline:
                 raise OutcomeUnknown(idempotency_key, problem)
-            problem = self._reconnect_before(deadline, subscribed) or problem
+            problem = self._reconnect_before(deadline, subscribed, idempotency_key) or problem
 
     def _command_reply(self, reply: Dict[str, JSON]) -> Dict[str, JSON]:
         seq = reply.get("seq")
@@ -596,9 +596,12 @@ class Client:
         result = reply.get("result")
         return result if isinstance(result, dict) else {}
 
-    def _reconnect_before(self, deadline: float, subscribed: "list[str]") -> Optional[OutaTimeError]:
+    def _reconnect_before(self, deadline: float, subscribed: "list[str]", key: str) -> Optional[OutaTimeError]:
         """One attempt to reconnect (and resubscribe) within ``deadline``;
-        returns what failed, or None. Waits a quarter second after a failure."""
+        returns what failed, or None. Waits a quarter second after a failure.
+        A refusal (a token no longer accepted, a channel out of scope) ends
+        the retries: :class:`OutcomeUnknown`, since the command may have
+        been applied before the link failed."""
         saved = self.timeout
         self.timeout = max(0.05, min(saved, deadline - time.monotonic()))
         try:
@@ -610,6 +613,9 @@ class Client:
             self.close()
             time.sleep(max(0.0, min(0.25, deadline - time.monotonic())))
             return exc
+        except OutaTimeError as exc:
+            self.close()
+            raise OutcomeUnknown(key, exc) from exc
         finally:
             self.timeout = saved
 

@@ -24,8 +24,7 @@ extension Server {
         var keyed = 0
         for stored in try store.allCommandKeys() {
             guard let channel = channels[stored.channel] else { continue }
-            restoreCommandKeys(CollectionOfOne(stored), into: channel)
-            keyed += 1
+            keyed += restoreCommandKeys(CollectionOfOne(stored), into: channel)
         }
         if keyed > 0 { logger.info("command keys loaded", metadata: ["count": "\(keyed)"]) }
         logger.info("channels loaded", metadata: ["count": "\(channels.count)"])

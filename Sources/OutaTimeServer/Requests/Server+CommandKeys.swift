@@ -114,9 +114,12 @@ extension Server {
     }
 
     /// Restores the keyed commands stored with a channel's kept events
-    /// (at start, and when a channel is loaded in cluster mode).
-    func restoreCommandKeys(_ stored: some Sequence<StoredCommandKey>, into channel: Channel) {
+    /// (at start), oldest first, but those past the bounds; returns how
+    /// many it restored.
+    @discardableResult
+    func restoreCommandKeys(_ stored: some Sequence<StoredCommandKey>, into channel: Channel) -> Int {
         let now = clock.now
+        var restored = 0
         for record in stored {
             guard let at = try? Date(record.at, strategy: .iso8601) else { continue }
             guard record.seq > channel.seq - Int64(config.historyLimit),
@@ -124,7 +127,9 @@ extension Server {
             else { continue }
             channel.commandKeys.restore(record.command.key, seq: record.seq, action: record.command.action, at: at,
                                         result: record.command.result.map { RawJSON(validJSON: $0) })
+            restored += 1
         }
+        return restored
     }
 
     /// ``ServerConfig/idempotencyWindowS`` as a time interval.
