@@ -85,14 +85,20 @@ struct IdempotencyTests {
         var message = Self.keyed("held-1")
         message["type"] = "command"
         message["id"] = 500
+        let observer = try server.connectReady()
+        let before = try observer.call("stats")[int: "commands"] ?? 0
         try first.sendFrame(message)
+        // The first is applied and waits for its commit before the repeat
+        // is sent (the server counts each command it runs).
+        try Self.awaitCommands(before + 1, observer)
         try second.sendFrame(message)
-        // Neither is answered while the commit is held (the repeat waits
-        // for the first one's, it does not run again).
         try first.sendFrame(["type": "ping", "id": 501])
         try second.sendFrame(["type": "ping", "id": 501])
-        Thread.sleep(forTimeInterval: 0.3)
+        try Self.awaitCommands(before + 2, observer)
+        // Neither is answered while the commit is held (the repeat waits
+        // for the first one's, it does not run again).
         #expect(store.heldCount == 1, "one submission held: the repeat applied nothing")
+        #expect(throws: (any Error).self, "no reply while the commit is held") { try second.readReply(id: 500, timeout: 0.2) }
         store.release()
 
         let one = try first.readReply(id: 500)
@@ -109,6 +115,15 @@ struct IdempotencyTests {
         #expect(state.seq == 1 && state.count == 1, "\(state)")
         let history = try second.call("history", ["channel": "timers/retry"])
         #expect(history[objects: "events"]?.count == 1, "\(history)")
+    }
+
+    /// Waits (bounded) until the server has run `count` commands in all.
+    private static func awaitCommands(_ count: Int, _ observer: TestClient) throws {
+        let deadline = Date().addingTimeInterval(10)
+        while (try observer.call("stats")[int: "commands"] ?? 0) < count {
+            guard Date() < deadline else { throw TestClientError.timedOut("\(count) commands run") }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
     }
 
     @Test("a repeat after a restart on the same database is still answered with the first outcome")
