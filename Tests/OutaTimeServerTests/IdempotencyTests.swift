@@ -231,6 +231,26 @@ struct IdempotencyTests {
         }
     }
 
+    @Test("a key is forgotten once its event leaves the newest --history-limit: a later repeat runs again")
+    func countBound() throws {
+        try withTestServer { server in  // --history-limit 1000, the minimum
+            let client = try server.connectReady()
+            #expect(try client.request("command", Self.keyed("oldest"))[int: "seq"] == 1)
+            // 999 more events: the key's event is still among the newest 1,000.
+            let updates = (0..<999).map { index -> [String: Any] in
+                ["type": "command", "id": 10_000 + index, "channel": "timers/retry", "action": "update",
+                 "args": ["id": 1, "location": "stop \(index)"]]
+            }
+            try client.sendFrames(updates)
+            for index in 0..<999 { #expect(try client.readReply(id: 10_000 + index).isOK) }
+            #expect(try client.request("command", Self.keyed("oldest"))["repeated"] as? Bool == true)
+            // One more: it is not, and the key is forgotten.
+            try client.call("command", ["channel": "timers/retry", "action": "update", "args": ["id": 1, "location": "last"]])
+            let late = try client.request("command", Self.keyed("oldest"))
+            #expect(late.isOK && late["repeated"] == nil && late[int: "seq"] == 1_002, "\(describe([late]))")
+        }
+    }
+
     @Test("keys are forgotten after --idempotency-window-s: a later repeat runs again")
     func windowExpires() throws {
         try withTestServer({ $0.idempotencyWindowS = 1 }) { server in
