@@ -209,6 +209,13 @@ struct OutaTimeServerCommand: ParsableCommand {
     var historyLimit = 1000
 
     @Option(help: ArgumentHelp("""
+        How long a command's idempotency_key is remembered, at most (and only while its event is among \
+        the channel's newest --history-limit): a repeat within it is answered with the first outcome \
+        and applied no second time (1…31536000).
+        """, valueName: "s"))
+    var idempotencyWindowS = 86_400
+
+    @Option(help: ArgumentHelp("""
         JSON file of access tokens; clients must then send one in hello. Each entry: \
         {"token": "...", "name": "Marty", "role": "watch|operate|admin"}, plus optionally \
         "channels": ["starport/*", "timers/hill-valley"] to limit the token to those channels \
@@ -248,6 +255,7 @@ struct OutaTimeServerCommand: ParsableCommand {
         config.readBudgetMicroseconds = readBudgetMicroseconds
         config.tickBacklogBytes = tickBacklogBytes
         config.historyLimit = historyLimit
+        config.idempotencyWindowS = idempotencyWindowS
         if let maxConnections { config.maxConnections = maxConnections }
         config.maxConnectionsPerAddress = maxConnectionsPerAddress
         config.maxChannels = maxChannels

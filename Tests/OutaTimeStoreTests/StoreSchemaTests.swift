@@ -5,7 +5,8 @@ import Testing
 
 /// The database file as opened: schema, durability settings, constraints.
 @Suite struct StoreSchemaTests {
-    static let allMigrations: Set<String> = ["v1", "v2-state-seq", "v3-event-tail", "v4-event-runs", "v5-state-at-and-meta"]
+    static let allMigrations: Set<String> = ["v1", "v2-state-seq", "v3-event-tail", "v4-event-runs", "v5-state-at-and-meta",
+                                                 "v6-command-keys"]
 
     @Test func migrationCreatesTheTables() throws {
         let temp = try TemporaryStore()
@@ -25,6 +26,9 @@ import Testing
         #expect(try pool.read { try $0.primaryKey("event_runs") }.columns == ["channel", "first_seq"])
         #expect(try pool.read { try $0.columns(in: "event_runs") }.map(\.name)
                 == ["channel", "first_seq", "last_seq", "first_id"])
+        #expect(try pool.read { try $0.primaryKey("command_keys") }.columns == ["channel", "seq"])
+        #expect(try pool.read { try $0.columns(in: "command_keys") }.map(\.name)
+                == ["channel", "seq", "key", "action", "result", "at"])
     }
 
     @Test("a version 3 database's indexed log becomes runs with the same history")

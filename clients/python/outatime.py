@@ -37,6 +37,7 @@ import socket
 import ssl
 import struct
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Deque, Dict, Iterator, Optional, Union
 
@@ -47,6 +48,7 @@ __all__ = [
     "ProtocolError",
     "ConnectionClosed",
     "OutaTimeTimeout",
+    "OutcomeUnknown",
     "PROTOCOL_VERSION",
     "MAX_SERVER_FRAME",
     "DEFAULT_PORT",
@@ -120,6 +122,23 @@ class ConnectionClosed(OutaTimeError):
     def reason(self) -> str:
         """The ``bye`` reason, or ``connection_closed``."""
         return self.code
+
+
+class OutcomeUnknown(OutaTimeError):
+    """A retried :meth:`Client.command` got no answer before the client's
+    ``timeout``: it may or may not have been applied. Call ``command`` again
+    with the same ``idempotency_key`` (this exception's attribute): the
+    server applies it at most once and answers with its outcome. ``cause``
+    is the last failure seen."""
+
+    def __init__(self, idempotency_key: str, cause: Optional[OutaTimeError]) -> None:
+        super().__init__(
+            "outcome_unknown",
+            "the command may or may not have been applied"
+            + (f" ({cause.code}: {cause.message})" if cause is not None else "")
+            + f"; send it again with idempotency_key={idempotency_key!r} to apply it at most once")
+        self.idempotency_key: str = idempotency_key
+        self.cause: Optional[OutaTimeError] = cause
 
 
 class OutaTimeTimeout(OutaTimeError, TimeoutError):
@@ -282,6 +301,12 @@ class Client:
         """Replies dropped because no request waited for their id."""
         self._next_id = 1
         self._last_sent = 0.0
+        self.last_seq: Optional[int] = None
+        """The seq of the last :meth:`command`'s event (its reply's ``seq``,
+        sent for a command with an ``idempotency_key``); None otherwise."""
+        self.last_repeated: bool = False
+        """Whether the last :meth:`command` was answered as a repeat of one
+        applied before (``repeated: true``): nothing was applied this time."""
 
     # ---- lifecycle -------------------------------------------------------
 
@@ -402,6 +427,13 @@ class Client:
         Fields are sent as given (``None`` becomes JSON ``null``, which the
         server treats as absent, except for ``publish``'s ``data``).
         """
+        reply = self._request_reply(type, time.monotonic() + self.timeout, fields)
+        result = reply.get("result")
+        return result if isinstance(result, dict) else {}
+
+    def _request_reply(self, type: str, deadline: float, fields: Dict[str, JSON]) -> Dict[str, JSON]:
+        """Send a request and return its whole ``ok: true`` reply (waiting
+        until ``deadline``); an error reply raises :class:`OutaTimeError`."""
         rid = self._next_id
         self._next_id += 1
         body: Dict[str, JSON] = {"type": type, "id": rid}
@@ -409,12 +441,11 @@ class Client:
         self._awaited.add(rid)
         try:
             self.send(body)
-            reply = self._wait_reply(rid, time.monotonic() + self.timeout, type)
+            reply = self._wait_reply(rid, deadline, type)
         finally:
             self._awaited.discard(rid)
         if reply.get("ok") is True:
-            result = reply.get("result")
-            return result if isinstance(result, dict) else {}
+            return reply
         err = reply.get("error")
         if not isinstance(err, dict):
             raise ProtocolError(f"reply to '{type}' has ok != true and no error object: {reply!r}")
@@ -517,10 +548,88 @@ class Client:
         subscribers; returns ``{"delivered": n}``."""
         return self.request("publish", channel=channel, data=data)
 
-    def command(self, channel: str, action: str, **args: JSON) -> Dict[str, JSON]:
+    def command(self, channel: str, action: str, *, idempotency_key: Optional[str] = None,
+                retry: bool = False, **args: JSON) -> Dict[str, JSON]:
         """``command``: run ``action`` on ``channel`` with ``args``; returns the
-        action's result (section 14)."""
-        return self.request("command", channel=channel, action=action, args=args)
+        action's result (section 14).
+
+        ``idempotency_key`` (1–64 characters of ``A–Z a–z 0–9 . _ - :``)
+        makes the command safe to send again: the server applies a command
+        with a given key at most once and answers a repeat with the first
+        outcome (section 6.9). After the call, :attr:`last_seq` is the seq
+        of the command's event (None when it made none) and
+        :attr:`last_repeated` says whether the reply answered a repeat.
+
+        With ``retry=True`` the command gets a random key (unless one is
+        given) and, when the connection fails before the reply (closed,
+        reset, no reply in time, ``server_busy``, ``unavailable``), the
+        client reconnects (resubscribing the channels it was subscribed to,
+        with :meth:`recover`) and sends it again with the same key, until
+        the client's ``timeout`` has passed since the call. When no answer
+        came by then, :class:`OutcomeUnknown` is raised: the command may or
+        may not have been applied; call again with its ``idempotency_key``
+        to settle it. A refusal (any other error reply) is raised as usual:
+        nothing was applied. A timers list's ``start`` and ``stop`` act on
+        this connection's viewing, which ends with the connection: the
+        server does not remember their key, so a retry views again.
+        """
+        fields: Dict[str, JSON] = {"channel": channel, "action": action, "args": args}
+        if retry and idempotency_key is None:
+            idempotency_key = str(uuid.uuid4())
+        if idempotency_key is not None:
+            fields["idempotency_key"] = idempotency_key
+        if not retry:
+            return self._command_reply(self._request_reply("command", time.monotonic() + self.timeout, fields))
+        assert idempotency_key is not None
+        deadline = time.monotonic() + self.timeout
+        subscribed = [name for name, ch in self.channels.items() if ch.subscribed]
+        problem: Optional[OutaTimeError] = None
+        while True:
+            if self._sock is not None:
+                try:
+                    return self._command_reply(self._request_reply("command", deadline, fields))
+                except (ConnectionClosed, OutaTimeTimeout) as exc:
+                    problem = exc
+                except ProtocolError:
+                    raise
+                except OutaTimeError as exc:
+                    if exc.code not in ("server_busy", "unavailable"):
+                        raise
+                    problem = exc
+                self.close()
+            if time.monotonic() >= deadline:
+                raise OutcomeUnknown(idempotency_key, problem)
+            problem = self._reconnect_before(deadline, subscribed, idempotency_key) or problem
+
+    def _command_reply(self, reply: Dict[str, JSON]) -> Dict[str, JSON]:
+        seq = reply.get("seq")
+        self.last_seq = seq if isinstance(seq, int) else None
+        self.last_repeated = reply.get("repeated") is True
+        result = reply.get("result")
+        return result if isinstance(result, dict) else {}
+
+    def _reconnect_before(self, deadline: float, subscribed: "list[str]", key: str) -> Optional[OutaTimeError]:
+        """One attempt to reconnect (and resubscribe) within ``deadline``;
+        returns what failed, or None. Waits a quarter second after a failure.
+        A refusal (a token no longer accepted, a channel out of scope) ends
+        the retries: :class:`OutcomeUnknown`, since the command may have
+        been applied before the link failed."""
+        saved = self.timeout
+        self.timeout = max(0.05, min(saved, deadline - time.monotonic()))
+        try:
+            self.connect()
+            for name in subscribed:
+                self.recover(name)
+            return None
+        except (ConnectionClosed, OutaTimeTimeout) as exc:
+            self.close()
+            time.sleep(max(0.0, min(0.25, deadline - time.monotonic())))
+            return exc
+        except OutaTimeError as exc:
+            self.close()
+            raise OutcomeUnknown(key, exc) from exc
+        finally:
+            self.timeout = saved
 
     def stats(self) -> Dict[str, JSON]:
         """``stats``: the server's counters."""

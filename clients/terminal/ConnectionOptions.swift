@@ -42,7 +42,10 @@ struct ConnectionOptions: ParsableArguments {
     @Flag(help: "Print JSON instead of readable text: the server's result; watch and top print one object a line.")
     var json = false
 
-    @Option(help: ArgumentHelp("Give up after this many seconds without a reply.", valueName: "seconds"))
+    @Option(help: ArgumentHelp("""
+        Give up after this many seconds without a reply. A state-changing command is sent again \
+        (with its idempotency key) on a new connection if the link fails, until this time is up.
+        """, valueName: "seconds"))
     var timeout: Double = 10
 
     var clientOptions: ClientOptions {
@@ -129,8 +132,12 @@ struct ConnectionOptions: ParsableArguments {
 }
 
 extension BlockingClient {
-    /// `command` on `channel`, returning the action's result.
-    func command(_ channel: String, _ action: String, _ args: [String: JSONValue] = [:]) throws(ClientError) -> JSONValue {
-        try request("command", fields: ["channel": .string(channel), "action": .string(action), "args": .object(args)])
+    /// `command` on `channel`, returning the action's result; with an
+    /// `idempotencyKey` (protocol §6.9), safe to send again.
+    func command(_ channel: String, _ action: String, _ args: [String: JSONValue] = [:],
+                 idempotencyKey: String? = nil) throws(ClientError) -> JSONValue {
+        var fields: [String: JSONValue] = ["channel": .string(channel), "action": .string(action), "args": .object(args)]
+        if let idempotencyKey { fields["idempotency_key"] = .string(idempotencyKey) }
+        return try request("command", fields: fields)
     }
 }

@@ -9,8 +9,15 @@ enum ExitStatus {
     /// its code and message are printed.
     static let refused: Int32 = 1
     /// The server could not be reached: no connection, a TLS certificate
-    /// refused, no answer in time.
+    /// refused, no answer in time. A state-changing command exits so only
+    /// when nothing was sent.
     static let unreachable: Int32 = 3
+    /// A state-changing command (``RetriedCommand``) was sent, and no
+    /// answer came before `--timeout`, on that connection or on the new
+    /// ones it was sent again on: it may or may not have been applied.
+    /// Its idempotency key is printed; run the command again with
+    /// `--idempotency-key KEY` to apply it at most once.
+    static let outcomeUnknown: Int32 = 4
 
     /// The status for a connection that ended for good with `reason`.
     static func after(_ reason: DisconnectReason?) -> Int32 {

@@ -11,7 +11,12 @@ struct OutaTimeCLI: ParsableCommand {
             Every command connects to the server given by --host/--port (or OUTATIME_HOST, \
             OUTATIME_PORT), runs, prints a readable result (or --json) and exits non-zero on \
             an error: 1 when the server refused the request (its message is printed), \
-            3 when the server cannot be reached.
+            3 when the server cannot be reached (for a state-changing command: nothing was \
+            sent), 4 when a state-changing \
+            command was sent but no answer came before --timeout: it may or may not have been \
+            applied. State-changing commands carry an idempotency key and are sent again on a \
+            new connection if the link fails, so they apply at most once; after exit 4, run the \
+            command again with the --idempotency-key it printed.
 
             Channels are named KIND/NAME: delorean/…, starport/…, timers/…, laps/…; \
             the kind-specific commands take the NAME alone (or the full channel).

@@ -40,6 +40,50 @@ extension ReplyOK: JSONWritable {
     }
 }
 
+/// The reply to a `command` that carried an `idempotency_key` (§6.9):
+/// `{"type":"reply","id":…,"ok":true,"result":…,"seq":S}`, and
+/// `"repeated":true` when it answers a repeat of a command applied before.
+/// `seq` is the seq of the command's event. Unkeyed commands keep the plain
+/// ``ReplyOK``.
+public struct KeyedCommandReply: Encodable, Sendable {
+    /// The request's id, echoed unchanged.
+    public let id: RequestID
+    /// The first command's result as JSON text; nil (written `null`) when
+    /// it was too large to keep for repeats.
+    public let result: RawJSON?
+    /// The seq of the command's event.
+    public let seq: Int64
+    /// Whether this answers a repeat (nothing was applied this time).
+    public let repeated: Bool
+
+    /// Creates the reply to the request with `id`.
+    public init(id: RequestID, result: RawJSON?, seq: Int64, repeated: Bool) {
+        self.id = id
+        self.result = result
+        self.seq = seq
+        self.repeated = repeated
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case type, id, ok, result, seq, repeated
+    }
+
+    /// Writes `type`, `id`, `ok`, `result`, `seq`, and `repeated` only when true.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode("reply", forKey: .type)
+        try container.encode(id, forKey: .id)
+        try container.encode(true, forKey: .ok)
+        if let result {
+            try container.encode(result, forKey: .result)
+        } else {
+            try container.encodeNil(forKey: .result)
+        }
+        try container.encode(seq, forKey: .seq)
+        if repeated { try container.encode(true, forKey: .repeated) }
+    }
+}
+
 /// A failed reply:
 /// `{"type":"reply","id":…,"ok":false,"error":{"code":…,"message":…}}`.
 public struct ReplyError: Encodable, Sendable {

@@ -35,6 +35,8 @@ final class Channel {
     /// were never stored, so it is reloaded before its next use
     /// (``Server/openChannel(_:for:)``). Nil when memory follows storage.
     var reloadFailure: String?
+    /// The keyed commands remembered for their repeats (protocol §6.9).
+    var commandKeys = CommandKeys()
 
     init(name: ChannelName, state: any ChannelBehaviour, pipeline: CommitPipeline) {
         self.name = name

@@ -160,9 +160,28 @@ struct PendingReply {
     /// The seq of the command's last event (a forwarding node sends the
     /// reply after relaying the event).
     let lastSeq: Int64
+    /// Set for a command with an `idempotency_key` (protocol §6.9): its
+    /// reply carries `seq`, and the commit stores the key with the event.
+    var keyed: Keyed? = nil
+
+    /// A keyed command's key, action and result.
+    struct Keyed {
+        let key: String
+        let action: String
+        /// The reply's result, encoded once.
+        let result: RawJSON
+
+        /// The result as kept for repeats: nil when larger than
+        /// ``CommandKeys/maxResultBytes``.
+        var keptResult: RawJSON? { result.text.utf8.count <= CommandKeys.maxResultBytes ? result : nil }
+    }
 
     /// Answers the command: its reply, in its place in the session's order.
     func send(on server: Server) {
+        if let keyed {
+            server.sendKeyedReply(to: target, id: id, result: keyed.result, seq: lastSeq, repeated: false)
+            return
+        }
         switch target {
         case .local(let session, let slot):
             if let writable = outcome.writableReply {

@@ -19,6 +19,14 @@ extension Server {
             // Empty channels of an earlier run are forgotten like new ones.
             if record.seq == 0 { idleCandidates[record.name] = loop.now }
         }
+        // The keyed commands of the kept events (protocol §6.9): one read
+        // of a table holding at most `--history-limit` rows per channel.
+        var keyed = 0
+        for stored in try store.allCommandKeys() {
+            guard let channel = channels[stored.channel] else { continue }
+            keyed += restoreCommandKeys(CollectionOfOne(stored), into: channel)
+        }
+        if keyed > 0 { logger.info("command keys loaded", metadata: ["count": "\(keyed)"]) }
         logger.info("channels loaded", metadata: ["count": "\(channels.count)"])
     }
 

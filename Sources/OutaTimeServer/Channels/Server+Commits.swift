@@ -49,9 +49,15 @@ extension Server {
             stateText = JSONText(deferred: { state.storedText(at: time) })
         }
         let key = channel.key
-        let records = batch.events.indices.map { index in
+        var records = batch.events.indices.map { index in
             EventRecord(channel: key, seq: batch.firstSeq + Int64(index), event: batch.events[index].name,
                         data: JSONText(batch.events[index].json.text), at: batch.times[index])
+        }
+        // A keyed command's key is stored with its event (one per action).
+        for reply in batch.replies {
+            guard let keyed = reply.keyed else { continue }
+            records[Int(reply.lastSeq - batch.firstSeq)].command =
+                CommandKeyRecord(key: keyed.key, action: keyed.action, result: keyed.keptResult?.text)
         }
         submit([.appendEvents(channel: key, seq: batch.lastSeq, state: stateText, events: records)],
                for: .events(channel))
@@ -72,7 +78,10 @@ extension Server {
             }
             var failed = [batch]
             if needsReload, let unsent = reload(channel) { failed.append(unsent) }
-            for reply in failed.flatMap(\.replies) { reply.fail(error, on: self) }
+            for reply in failed.flatMap(\.replies) {
+                reply.fail(error, on: self)
+                if let keyed = reply.keyed { keyedFailed(keyed, on: channel, error: error) }
+            }
         } else {
             let batch = channel.pipeline.committed()
             counters.eventsCommitted += batch.events.count
@@ -96,6 +105,9 @@ extension Server {
             }
             if !repliesHeld {
                 for reply in batch.replies { reply.send(on: self) }
+            }
+            for reply in batch.replies {
+                if let keyed = reply.keyed { keyedCommitted(keyed, seq: reply.lastSeq, on: channel) }
             }
         }
         // A tick series starts only once memory equals storage: with later

@@ -174,7 +174,11 @@ extension Server {
         let key = name.description
         let action = try request.string("action")
         let args = ActionArgs(try request.optionalObject("args") ?? [:])
+        var idempotencyKey = try Self.idempotencyKey(of: request)
         let kind = name.kind.behaviour
+        // Viewing (timers `start`/`stop`) belongs to the connection and
+        // ends with it: run again on a new connection, it must apply.
+        if kind.viewerActions.contains(action) { idempotencyKey = nil }
         guard let access = kind.actions[action] else { throw kind.unknownAction(action) }
         if access == .mutating && caller.role < .operate {
             throw ProtocolError(.forbidden,
@@ -187,6 +191,11 @@ extension Server {
         let channel = try channelToRead(name, caller)
         guard channel.pipeline.isDurable else { return channel.settleCallbacks.append(retry) }
         counters.commands += 1
+        if let idempotencyKey, channels[key] === channel,
+           try answerRepeat(of: idempotencyKey, action: action, on: channel, id: request.id,
+                            target: { .remote(caller.request) }) != nil {
+            return
+        }
         let context = ActionContext(now: clock.now, session: caller.session, actor: caller.name, itemLimit: itemLimit)
         let outcome: ActionOutcome
         do throws(ProtocolError) {
@@ -200,8 +209,11 @@ extension Server {
             answer(caller, ForwardedAnswer(), body: replyBody(id: request.id, outcome: outcome))
             return
         }
-        let reply = PendingReply(target: .remote(caller.request), id: request.id, outcome: outcome,
+        var reply = PendingReply(target: .remote(caller.request), id: request.id, outcome: outcome,
                                  lastSeq: channel.seq + Int64(outcome.events.count))
+        if let idempotencyKey {
+            reply.keyed = rememberKeyed(idempotencyKey, action: action, outcome: outcome, on: channel, at: context.now)
+        }
         commit(outcome.events, on: channel, at: context.now, reply: reply)
     }
 

@@ -38,6 +38,12 @@ public struct ServerConfig: Sendable {
     public var lapTickMs = 100
     /// Durable events kept per channel for `history` and recovery.
     public var historyLimit = 1000
+    /// How long a keyed command (`idempotency_key`, protocol §6.9) is
+    /// remembered for its repeats, at most (also only while its event is
+    /// among the newest ``historyLimit``). A day: a client retrying
+    /// through a long outage, or a script rerun the next morning, is still
+    /// answered with the first outcome.
+    public var idempotencyWindowS = 86_400
     /// Access tokens; nil (and no ``tokensFile``) means no authentication:
     /// everyone `operate`, every channel.
     public var tokens: [AccessToken]? = nil
@@ -244,6 +250,8 @@ public struct ServerConfig: Sendable {
         try require((1...FrameBounds.maxChannelItems).contains(maxChannelItems),
                     "--max-channel-items \(maxChannelItems) is out of range (1…\(FrameBounds.maxChannelItems): above it, "
                         + "a snapshot of worst-case items could exceed the 16 MiB frame a client accepts)")
+        try require((1...31_536_000).contains(idempotencyWindowS),
+                    "--idempotency-window-s \(idempotencyWindowS) is out of range (1…31536000 seconds)")
         try require((1...(1_000 * 31_536_000)).contains(idleChannelMs),
                     "--idle-channel-s is out of range (1…31536000 seconds), got \(idleChannelMs) ms")
         try require(maxFailedHellos >= 0, "--max-failed-hellos \(maxFailedHellos) must be at least 0 (0: no limit)")

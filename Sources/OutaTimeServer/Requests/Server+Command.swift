@@ -13,7 +13,11 @@ extension Server {
         let name = try scopedChannel(request, for: session)
         let action = try request.string("action")
         let args = ActionArgs(try request.optionalObject("args") ?? [:])
+        var idempotencyKey = try Self.idempotencyKey(of: request)
         let kind = name.kind.behaviour
+        // Viewing (timers `start`/`stop`) belongs to the connection and
+        // ends with it: run again on a new connection, it must apply.
+        if kind.viewerActions.contains(action) { idempotencyKey = nil }
         guard let access = kind.actions[action] else { throw kind.unknownAction(action) }
         if access == .mutating && session.role < .operate {
             throw ProtocolError(.forbidden,
@@ -28,6 +32,15 @@ extension Server {
         let channel = try channelToRead(name, for: session)
         guard channel.pipeline.isDurable else { return .retry(channel) }
         counters.commands += 1
+        if let idempotencyKey {
+            // A repeat is answered with the first outcome; nothing is applied.
+            switch try answerRepeat(of: idempotencyKey, action: action, on: channel, id: request.id,
+                                    target: { .local(session, session.requests.reserve()) }) {
+            case .replied: return .replied
+            case .waiting: return .pending
+            case nil: break
+            }
+        }
 
         let context = ActionContext(now: clock.now, session: session.id, actor: session.displayName,
                                     itemLimit: itemLimit)
@@ -50,8 +63,11 @@ extension Server {
             session.reply(request.id, outcome.reply)
             return .replied
         }
-        let reply = PendingReply(target: .local(session, session.requests.reserve()), id: request.id, outcome: outcome,
+        var reply = PendingReply(target: .local(session, session.requests.reserve()), id: request.id, outcome: outcome,
                                  lastSeq: channel.seq + Int64(outcome.events.count))
+        if let idempotencyKey {
+            reply.keyed = rememberKeyed(idempotencyKey, action: action, outcome: outcome, on: channel, at: context.now)
+        }
         commit(outcome.events, on: channel, at: context.now, reply: reply)
         return .pending
     }

@@ -91,11 +91,25 @@ public protocol DurableStore: AnyObject, Sendable {
     /// One of the server's own values (``StoreWrite/setMeta(key:value:)``),
     /// or nil if it was never set.
     func meta(_ key: String) throws -> String?
+
+    /// The keyed commands (``EventRecord/command``) of `channel`'s events
+    /// with seq above `after`, oldest first. A backend that does not keep
+    /// them returns none (the default).
+    func commandKeys(channel: String, after: Int64) throws -> [StoredCommandKey]
+
+    /// Every channel's keyed commands, by channel and seq (read at start).
+    func allCommandKeys() throws -> [StoredCommandKey]
 }
 
 extension DurableStore {
     /// A backend without a link (SQLite, test doubles): its name only.
     public var status: StoreStatus { StoreStatus(backend: backendName) }
+
+    /// None: a backend that does not keep keyed commands.
+    public func commandKeys(channel: String, after: Int64) throws -> [StoredCommandKey] { [] }
+
+    /// None: a backend that does not keep keyed commands.
+    public func allCommandKeys() throws -> [StoredCommandKey] { [] }
 
     /// From ``loadChannels()``, for backends without a cheaper listing.
     public func channelNames() throws -> [String] { try loadChannels().map(\.name) }

@@ -110,6 +110,16 @@ public final class SQLiteStore: DurableStore {
         try database.oldestRetainedSeq(channel: channel)
     }
 
+    /// A channel's keyed commands (``Store/commandKeys(channel:after:)``).
+    public func commandKeys(channel: String, after: Int64) throws -> [StoredCommandKey] {
+        try database.commandKeys(channel: channel, after: after)
+    }
+
+    /// Every channel's keyed commands (``Store/allCommandKeys()``).
+    public func allCommandKeys() throws -> [StoredCommandKey] {
+        try database.allCommandKeys()
+    }
+
     /// One of the server's own values (``Store/meta(_:)``).
     public func meta(_ key: String) throws -> String? {
         try database.meta(key)

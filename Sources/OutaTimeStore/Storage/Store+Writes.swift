@@ -202,6 +202,13 @@ extension Store {
                 }
                 tail.append(events)
                 if let first = events.first { appended(channel, first.seq...seq) }
+                // Keyed commands only (most events have none): one row each.
+                for event in events {
+                    guard let command = event.command else { continue }
+                    try db.cachedStatement(sql: """
+                        INSERT OR REPLACE INTO command_keys (channel, seq, key, action, result, at) VALUES (?, ?, ?, ?, ?, ?)
+                        """).execute(arguments: [channel, event.seq, command.key, command.action, command.result, event.at])
+                }
 
             case .saveState(let channel, let state):
                 let seq = try exchangeSeq(channel, nil)
@@ -457,6 +464,10 @@ extension Store {
                 """),
             arguments: [channel, cutoff])
         let deleteRows = try db.cachedStatement(sql: "DELETE FROM event_log WHERE id BETWEEN ? AND ?")
+        // The keyed commands of pruned events go with them (a range of the
+        // table's key; usually nothing to delete).
+        try db.cachedStatement(sql: "DELETE FROM command_keys WHERE channel = ? AND seq <= ?")
+            .execute(arguments: [channel, cutoff])
         for run in runs {
             let first: Int64 = run["first_seq"]
             let last: Int64 = run["last_seq"]

@@ -142,6 +142,30 @@ public final class Store: Sendable {
         }
     }
 
+    /// The keyed commands (protocol §6.9) of `channel`'s events with seq
+    /// above `after`, oldest first: a range read of the table's key.
+    public func commandKeys(channel: String, after: Int64) throws -> [StoredCommandKey] {
+        try pool.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT channel, seq, key, action, result, at FROM command_keys WHERE channel = ? AND seq > ? ORDER BY seq
+                """, arguments: [channel, after]).map(Self.commandKey(from:))
+        }
+    }
+
+    /// Every channel's keyed commands, by channel and seq: read once at
+    /// start (the table holds only the keys of kept events).
+    public func allCommandKeys() throws -> [StoredCommandKey] {
+        try pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT channel, seq, key, action, result, at FROM command_keys ORDER BY channel, seq")
+                .map(Self.commandKey(from:))
+        }
+    }
+
+    private static func commandKey(from row: Row) -> StoredCommandKey {
+        StoredCommandKey(channel: row["channel"], seq: row["seq"], at: row["at"],
+                         command: CommandKeyRecord(key: row["key"], action: row["action"], result: row["result"]))
+    }
+
     /// The seq of the oldest event still kept for `channel`, or nil when it has
     /// none. Recovery from `since: K` is possible only when this is at most K + 1.
     public func oldestRetainedSeq(channel: String) throws -> Int64? {

@@ -50,14 +50,59 @@ public struct EventRecord: Sendable, Equatable {
     public var data: JSONText
     /// When the event happened, ISO 8601 UTC.
     public var at: String
+    /// The keyed command (protocol §6.9, `idempotency_key`) that produced
+    /// the event, stored with it so that a restart still recognises a
+    /// repeat; nil for every other event. Not read back by ``Store/history(channel:after:through:limit:)``.
+    public var command: CommandKeyRecord?
 
     /// Creates a record from its fields.
-    public init(channel: String, seq: Int64, event: String, data: JSONText, at: String) {
+    public init(channel: String, seq: Int64, event: String, data: JSONText, at: String,
+                command: CommandKeyRecord? = nil) {
         self.channel = channel
         self.seq = seq
         self.event = event
         self.data = data
         self.at = at
+        self.command = command
+    }
+}
+
+/// A command that carried an `idempotency_key` and produced a durable
+/// event: what a repeat of it is answered with (protocol §6.9).
+public struct CommandKeyRecord: Sendable, Equatable {
+    /// The client's key: 1 … 64 characters of `A–Z a–z 0–9 . _ - :`.
+    public var key: String
+    /// The action the command ran, e.g. `add`.
+    public var action: String
+    /// The reply's `result` as JSON text; nil when it was too large to keep.
+    public var result: String?
+
+    /// Creates a record from its fields.
+    public init(key: String, action: String, result: String?) {
+        self.key = key
+        self.action = action
+        self.result = result
+    }
+}
+
+/// A remembered keyed command as loaded back with its channel: the
+/// command, the seq of its event and when that event happened.
+public struct StoredCommandKey: Sendable, Equatable {
+    /// The full channel name.
+    public var channel: String
+    /// The seq of the command's event.
+    public var seq: Int64
+    /// When the event happened, ISO 8601 UTC (whole seconds).
+    public var at: String
+    /// The key, the action and the result.
+    public var command: CommandKeyRecord
+
+    /// Creates a record from its fields.
+    public init(channel: String, seq: Int64, at: String, command: CommandKeyRecord) {
+        self.channel = channel
+        self.seq = seq
+        self.at = at
+        self.command = command
     }
 }
 

@@ -117,6 +117,26 @@ enum StoreSchema {
                 ) WITHOUT ROWID
                 """)
         }
+        migrator.registerMigration("v6-command-keys") { db in
+            // Issue 27: the keyed commands (`idempotency_key`) of each
+            // channel's kept events, so that a repeat after a restart is
+            // still answered with the first outcome. A table of its own
+            // rather than columns of the event tables: only keyed commands
+            // write a row (the tail's bulk insert and the fold's copy stay as
+            // they are), and a channel's keys load with one range read of
+            // the (channel, seq) key. Pruned with the events (trimLog).
+            try db.execute(sql: """
+                CREATE TABLE command_keys (
+                    channel TEXT NOT NULL,
+                    seq INTEGER NOT NULL,
+                    key TEXT NOT NULL,
+                    action TEXT NOT NULL,
+                    result TEXT,
+                    at TEXT NOT NULL,
+                    PRIMARY KEY (channel, seq)
+                ) WITHOUT ROWID
+                """)
+        }
         return migrator
     }
 }

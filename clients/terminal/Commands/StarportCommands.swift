@@ -76,13 +76,14 @@ struct Dispatch: ParsableCommand {
     var note: String?
 
     @OptionGroup var board: BoardOption
+    @OptionGroup var key: CommandKeyOption
     @OptionGroup var options: ConnectionOptions
 
     func run() throws {
         var args: [String: JSONValue] = ["model": .string(model), "path": .string(path)]
         if let departsAt { args["departs_at"] = .string(departsAt) }
         if let note { args["note"] = .string(note) }
-        try options.run({ client throws(ClientError) in try client.command(board.channelName, "dispatch", args) }) { result in
+        try RetriedCommand.run(board.channelName, "dispatch", args, key: key, options: options) { result in
             "dispatch #\(result["id"]?.text ?? "?"): \(result["model"]?.text ?? "") \(result["path"]?.text ?? "")"
                 + "  \(result["distance_km"]?.text ?? "") km  \(Output.hours(result["duration_s"]))"
                 + "\n  departs \(result["departs_at"]?.text ?? "")  arrives \(result["arrives_at"]?.text ?? "")  \(result["status"]?.text ?? "")"
@@ -97,11 +98,12 @@ struct Cancel: ParsableCommand {
     var id: Int
 
     @OptionGroup var board: BoardOption
+    @OptionGroup var key: CommandKeyOption
     @OptionGroup var options: ConnectionOptions
 
     func run() throws {
-        try options.run({ client throws(ClientError) in
-            try client.command(board.channelName, "cancel", ["id": .int(Int64(id))])
-        }) { _ in "dispatch #\(id) cancelled" }
+        try RetriedCommand.run(board.channelName, "cancel", ["id": .int(Int64(id))], key: key, options: options) { _ in
+            "dispatch #\(id) cancelled"
+        }
     }
 }

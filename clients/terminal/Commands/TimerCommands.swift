@@ -20,6 +20,7 @@ struct Timers: ParsableCommand {
         @Option(name: .customLong("in"), help: ArgumentHelp("Time left, e.g. 90, 90s, 10m, 1h30m.", valueName: "duration"))
         var remaining: String?
         @Option(help: ArgumentHelp("When it happens, ISO 8601 with a zone, e.g. 1985-11-12T22:04:00Z.", valueName: "time")) var at: String?
+        @OptionGroup var key: CommandKeyOption
         @OptionGroup var options: ConnectionOptions
 
         func validate() throws {
@@ -33,7 +34,7 @@ struct Timers: ParsableCommand {
             var args: [String: JSONValue] = ["event": .string(event), "location": .string(location)]
             if let remaining, let seconds = Duration.seconds(remaining) { args["remaining_s"] = .int(Int64(seconds)) }
             if let at { args["at"] = .string(at) }
-            try SimpleAction.run("timers", list, "add", args, options: options)
+            try SimpleAction.run("timers", list, "add", args, key: key, options: options)
         }
     }
 
@@ -45,6 +46,7 @@ struct Timers: ParsableCommand {
         @Option(help: "New location.") var location: String?
         @Option(name: .customLong("in"), help: ArgumentHelp("New time left, e.g. 10m.", valueName: "duration"))
         var remaining: String?
+        @OptionGroup var key: CommandKeyOption
         @OptionGroup var options: ConnectionOptions
 
         func run() throws {
@@ -57,7 +59,7 @@ struct Timers: ParsableCommand {
                 }
                 args["remaining_s"] = .int(Int64(seconds))
             }
-            try SimpleAction.run("timers", list, "update", args, options: options)
+            try SimpleAction.run("timers", list, "update", args, key: key, options: options)
         }
     }
 
@@ -65,8 +67,9 @@ struct Timers: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Remove a countdown.")
         @Argument(help: "The list.") var list: String
         @Argument(help: "The timer id.") var id: Int
+        @OptionGroup var key: CommandKeyOption
         @OptionGroup var options: ConnectionOptions
-        func run() throws { try SimpleAction.run("timers", list, "remove", ["id": .int(Int64(id))], options: options) }
+        func run() throws { try SimpleAction.run("timers", list, "remove", ["id": .int(Int64(id))], key: key, options: options) }
     }
 
     struct Start: ParsableCommand {
