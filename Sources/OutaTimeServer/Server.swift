@@ -384,6 +384,10 @@ final class Server {
             return
         }
         tcp.setNoDelay()
+        // A peer behind a dead path is dropped by the kernel within seconds
+        // (ETIMEDOUT, then the read or write error closes the session like
+        // any other): presence and timer viewers follow (§3, "Liveness").
+        tcp.setLiveness(config.tcpLiveness)
         let stream: SocketStream
         if tls, let tlsContext {
             do {
@@ -414,7 +418,7 @@ final class Server {
         // stream, which drops its callbacks.
         stream.onWriteError = { error in
             session.server.logger.debug("write failed", metadata: ["conn.id": "\(session.id)", "error": "\(error)"])
-            session.server.destroy(session, reason: .writeError)
+            session.server.destroy(session, reason: error.isTimedOut ? .timedOut : .writeError)
         }
         do {
             try stream.startReading(onData: { bytes in

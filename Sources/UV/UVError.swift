@@ -17,6 +17,10 @@ public struct UVError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The end of a stream (`UV_EOF`).
     public var isEOF: Bool { code == Int32(UV_EOF.rawValue) }
 
+    /// The kernel gave the connection up (`ETIMEDOUT`): keepalive probes or
+    /// sent data went unacknowledged (``TCPLiveness``).
+    public var isTimedOut: Bool { code == Int32(UV_ETIMEDOUT.rawValue) }
+
     /// Throws when `result` is a libuv error (below zero).
     @inline(__always)
     static func check(_ result: Int32) throws(UVError) {

@@ -103,6 +103,29 @@ struct OutaTimeServerCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Heartbeat interval clients must keep; silence for twice as long closes the connection.", valueName: "ms"))
     var heartbeatMs = 15_000
 
+    @Option(name: .customLong("tcp-keepalive-s"), help: ArgumentHelp("""
+        TCP keepalive on client connections: seconds without anything received before the kernel \
+        probes the peer (0: off). With the interval and count below, a client behind a dead path is \
+        dropped (presence 'left', its countdowns stop) within idle + count × interval seconds when \
+        nothing is in flight to it; default 4 + 4 × 1 = 8 s. Satellite or lossy links: 15.
+        """, valueName: "seconds"))
+    var tcpKeepaliveSeconds = 4
+
+    @Option(name: .customLong("tcp-keepalive-interval-s"), help: ArgumentHelp(
+        "Seconds between unanswered keepalive probes. Satellite or lossy links: 5.", valueName: "seconds"))
+    var tcpKeepaliveIntervalSeconds = 1
+
+    @Option(name: .customLong("tcp-keepalive-count"), help: ArgumentHelp(
+        "Unanswered keepalive probes after which a client connection is dropped.", valueName: "n"))
+    var tcpKeepaliveCount = 4
+
+    @Option(name: .customLong("tcp-user-timeout-ms"), help: ArgumentHelp("""
+        TCP_USER_TIMEOUT on client connections: a client that acknowledges nothing sent to it for this \
+        long is dropped, instead of after the kernel's ~15 minutes of retransmissions (0: kernel default). \
+        Keep it several round trips above the worst RTT; satellite or lossy links: 30000.
+        """, valueName: "ms"))
+    var tcpUserTimeoutMs = 8_000
+
     @Option(help: ArgumentHelp("""
         Largest frame body accepted from a client, in bytes (64…\(FrameBounds.maxMaxFrame): a published \
         message, written again for its subscribers, must fit the 16 MiB frame a client accepts).
@@ -249,6 +272,10 @@ struct OutaTimeServerCommand: ParsableCommand {
         config.databasePath = db
         config.heartbeatMs = heartbeatMs
         config.maxFrame = maxFrame
+        config.tcpKeepaliveSeconds = tcpKeepaliveSeconds
+        config.tcpKeepaliveIntervalSeconds = tcpKeepaliveIntervalSeconds
+        config.tcpKeepaliveCount = tcpKeepaliveCount
+        config.tcpUserTimeoutMs = tcpUserTimeoutMs
         config.deloreanTickMs = deloreanTickMs
         config.lapTickMs = lapTickMs
         config.flushIntervalMicroseconds = flushIntervalMicroseconds

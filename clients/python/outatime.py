@@ -27,6 +27,17 @@ While the client waits for frames it sends a bare ``{"type": "ping"}``
 heartbeat whenever half of the server's ``heartbeat_ms`` has passed since the
 last frame it sent (section 3), so a client that keeps calling
 :meth:`Client.next_push` is never closed for idleness.
+
+Liveness (section 3, "Liveness"): while waiting, a ``ping`` probes the link
+once nothing has arrived for ``probe_after`` seconds (default 1), and when
+nothing at all arrives within the probe timeout — smoothed RTT + 4 × RTT
+variance + 0.2 s, measured on ``hello`` and ``ping`` replies as TCP does, at
+least ``probe_timeout_floor`` (default 2 s) — the connection is closed and
+:class:`ConnectionClosed` with code ``unresponsive`` is raised: a dead path
+is noticed within about 3 s instead of never. The socket also gets TCP
+keepalive and ``TCP_USER_TIMEOUT`` (Linux). After a reconnect
+(:meth:`Client.connect` again) ``hello`` carries the previous ``resume_key``,
+so the server drops the old session at once instead of listing it twice.
 """
 
 from __future__ import annotations
@@ -47,6 +58,7 @@ __all__ = [
     "OutaTimeError",
     "ProtocolError",
     "ConnectionClosed",
+    "NOT_RETRYABLE",
     "OutaTimeTimeout",
     "OutcomeUnknown",
     "PROTOCOL_VERSION",
@@ -74,6 +86,17 @@ CLIENT_NAME = "outatime-python/0.1"
 PUSH_TYPES = frozenset({"event", "tick", "message", "dropped", "presence", "error", "bye"})
 """Push types defined by protocol v1. Others are queued too (and otherwise
 ignored), since later revisions may add types."""
+
+NOT_RETRYABLE = frozenset({"unauthorized", "unsupported_protocol", "replaced"})
+"""``bye`` reasons (and :class:`ConnectionClosed` codes) after which connecting
+again cannot help: a refusal would only be refused again, and ``replaced``
+means a newer connection resumed this session (section 6.1) — coming back
+would replace that one in turn."""
+
+TCP_LIVENESS = (4, 1, 4, 8000)
+"""The socket's TCP keepalive (idle seconds, interval seconds, probes) and
+``TCP_USER_TIMEOUT`` (ms), like the server's defaults: the kernel fails the
+connection within about 8 s when the server stops acknowledging."""
 
 _LENGTH = struct.Struct(">I")
 
@@ -122,6 +145,11 @@ class ConnectionClosed(OutaTimeError):
     def reason(self) -> str:
         """The ``bye`` reason, or ``connection_closed``."""
         return self.code
+
+    @property
+    def retryable(self) -> bool:
+        """Whether connecting again can help (see :data:`NOT_RETRYABLE`)."""
+        return self.code not in NOT_RETRYABLE
 
 
 class OutcomeUnknown(OutaTimeError):
@@ -272,6 +300,9 @@ class Client:
         cert_file: Optional[str] = None,
         key_file: Optional[str] = None,
         ssl_context: Optional[ssl.SSLContext] = None,
+        probe_after: float = 1.0,
+        probe_timeout_floor: float = 2.0,
+        tcp_liveness: Optional[tuple] = TCP_LIVENESS,
     ) -> None:
         self.host: str = host
         self.tls: bool = tls or ssl_context is not None
@@ -289,6 +320,23 @@ class Client:
         """Trackers of the channels subscribed through this client, by name."""
         self.bye_reason: Optional[str] = None
         """The reason of the last ``bye`` received, if any."""
+        self.probe_after: float = probe_after
+        """Seconds without anything received before a ``ping`` probes the link (0: never)."""
+        self.probe_timeout_floor: float = probe_timeout_floor
+        """The least time a probe waits for anything to arrive before the link counts as dead."""
+        self.tcp_liveness: Optional[tuple] = tcp_liveness
+        """(keepalive idle s, interval s, probes, TCP_USER_TIMEOUT ms) for the socket; None: the kernel's."""
+        self.resume_key: Optional[str] = None
+        """The last ``hello`` result's ``resume_key``, sent as ``resume`` by the next :meth:`connect`."""
+        self.srtt: Optional[float] = None
+        """Smoothed round-trip time of ``hello`` and probe replies, in seconds (RFC 6298)."""
+        self.rttvar: float = 0.0
+        """The round-trip samples' mean deviation, in seconds."""
+        self.last_received: float = 0.0
+        """``time.monotonic()`` of the last bytes received."""
+        self._probe_id: Optional[str] = None
+        self._probe_sent = 0.0
+        self._probes = 0
         self._sock: Optional[socket.socket] = None
         self._buf = bytearray()
         self._pushes: Deque[Dict[str, JSON]] = collections.deque(maxlen=MAX_QUEUED_PUSHES)
@@ -337,6 +385,10 @@ class Client:
         except OSError as exc:
             raise ConnectionClosed("connect_failed", f"cannot connect to {self.host}:{self.port}: {exc}") from exc
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self.tcp_liveness is not None:
+            _set_tcp_liveness(sock, *self.tcp_liveness)
+        self.last_received = time.monotonic()
+        self._probe_id = None
         if self.tls:
             sock = self._start_tls(sock)
         self._sock = sock
@@ -345,11 +397,19 @@ class Client:
             fields["name"] = self.name
         if self.token is not None:
             fields["token"] = self.token
+        if self.resume_key is not None:
+            # The server closes the previous connection (bye replaced) before
+            # answering: no watcher list shows this client twice.
+            fields["resume"] = self.resume_key
         try:
+            sent = time.monotonic()
             hello = self.request("hello", **fields)
+            self._sample_rtt(time.monotonic() - sent)
             if hello.get("protocol") != PROTOCOL_VERSION or not isinstance(hello.get("session"), str):
                 raise ProtocolError(f"the hello result is not protocol {PROTOCOL_VERSION}'s: {hello!r:.200}")
             self.hello = hello
+            key = hello.get("resume_key")
+            self.resume_key = key if isinstance(key, str) else None
         except OutaTimeError:
             self.close()
             raise
@@ -700,6 +760,10 @@ class Client:
         kind = frame.get("type")
         if kind == "reply":
             key = _id_key(frame.get("id"))
+            if key is not None and key == self._probe_id:
+                self._probe_id = None
+                self._sample_rtt(time.monotonic() - self._probe_sent)
+                return
             if isinstance(key, (int, str)) and key in self._awaited:
                 self._replies[key] = frame
             else:
@@ -727,6 +791,48 @@ class Client:
             reason = frame.get("reason")
             self.bye_reason = reason if isinstance(reason, str) else "unknown"
             self.close()
+
+    def probe_timeout(self) -> float:
+        """How long a liveness probe waits for anything to arrive:
+        srtt + 4 × rttvar + 0.2 s, at least ``probe_timeout_floor``."""
+        if self.srtt is None:
+            return self.probe_timeout_floor
+        return max(self.probe_timeout_floor, self.srtt + 4 * self.rttvar + 0.2)
+
+    def _sample_rtt(self, sample: float) -> None:
+        if self.srtt is None:
+            self.srtt, self.rttvar = sample, sample / 2
+        else:
+            self.rttvar = 0.75 * self.rttvar + 0.25 * abs(self.srtt - sample)
+            self.srtt = 0.875 * self.srtt + 0.125 * sample
+
+    def _check_liveness(self, now: float) -> float:
+        """Probe a silent link, or give it up; return how long the next
+        wait may last before this must run again."""
+        if not self.hello or self.probe_after <= 0:
+            return 3600.0
+        if self._probe_id is not None:
+            if self.last_received >= self._probe_sent:
+                self._probe_id = None  # something came back since: alive
+            else:
+                waited = now - self._probe_sent
+                limit = self.probe_timeout()
+                if waited >= limit:
+                    self.close()
+                    raise ConnectionClosed(
+                        "unresponsive",
+                        f"nothing arrived from {self.host}:{self.port} within {limit:.1f} s of a ping "
+                        f"(after {now - self.last_received:.1f} s of silence): the path or the server is gone",
+                    )
+                return limit - waited
+        silent = now - self.last_received
+        if silent < self.probe_after:
+            return self.probe_after - silent
+        self._probes += 1
+        self._probe_id = f"live-{self._probes}"
+        self._probe_sent = now
+        self.send({"type": "ping", "id": self._probe_id})
+        return self.probe_timeout()
 
     def _heartbeat_interval(self) -> float:
         hb = self.hello.get("heartbeat_ms")
@@ -785,7 +891,9 @@ class Client:
             if self.hello and now - self._last_sent >= beat:
                 self.send({"type": "ping"})  # no id: a pure heartbeat, no reply
                 sock = self._require_sock()
-            wait = min(deadline - now, max(0.01, beat - (time.monotonic() - self._last_sent)))
+            live = self._check_liveness(now)
+            sock = self._require_sock()
+            wait = min(deadline - now, live, max(0.01, beat - (time.monotonic() - self._last_sent)))
             sock.settimeout(max(0.001, wait))
             try:
                 chunk = sock.recv(min(max(65536, n - len(self._buf)), 1 << 20))
@@ -804,12 +912,30 @@ class Client:
                 raise ConnectionClosed(
                     self.bye_reason or "connection_closed", "the server closed the connection without a bye"
                 )
+            self.last_received = time.monotonic()
             self._buf += chunk
             if idle is not None:
                 deadline = max(deadline, time.monotonic() + idle)
         data = bytes(self._buf[:n])
         del self._buf[:n]
         return data
+
+
+def _set_tcp_liveness(sock: socket.socket, idle: int, interval: int, count: int, user_timeout_ms: int) -> None:
+    """TCP keepalive and ``TCP_USER_TIMEOUT`` where the platform has them
+    (the constants are Linux's; elsewhere only ``SO_KEEPALIVE``)."""
+    try:
+        if idle > 0:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+            for name, value in (("TCP_KEEPIDLE", idle), ("TCP_KEEPINTVL", interval), ("TCP_KEEPCNT", count)):
+                option = getattr(socket, name, None)
+                if option is not None and value > 0:
+                    sock.setsockopt(socket.IPPROTO_TCP, option, value)
+        option = getattr(socket, "TCP_USER_TIMEOUT", None)
+        if option is not None and user_timeout_ms > 0:
+            sock.setsockopt(socket.IPPROTO_TCP, option, user_timeout_ms)
+    except OSError:
+        pass  # an option the system refuses: the probes above still work
 
 
 def _id_key(value: Any) -> Any:

@@ -39,6 +39,19 @@ struct ConnectionOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Your display name, shown to other watchers (env OUTATIME_NAME).", valueName: "name"))
     var name: String?
 
+    @Option(help: ArgumentHelp("""
+        Liveness: after this long without anything from the server, a ping checks the link (0: no \
+        checks; the link is then taken for lost only after 2 × the server's heartbeat, 30 s).
+        """, valueName: "ms"))
+    var probeAfterMs: UInt64 = 1_000
+
+    @Option(help: ArgumentHelp("""
+        The least time a liveness ping waits for any answer before the link counts as lost and the \
+        client reconnects; more when the measured round trip asks for it (RTT + 4 × its variance). \
+        Satellite or lossy links: 5000.
+        """, valueName: "ms"))
+    var probeTimeoutMs: UInt64 = 2_000
+
     @Flag(help: "Print JSON instead of readable text: the server's result; watch and top print one object a line.")
     var json = false
 
@@ -56,6 +69,8 @@ struct ConnectionOptions: ParsableArguments {
                              token: token ?? environment["OUTATIME_TOKEN"], reconnect: false,
                              tls: tlsOptions)
         options.connectTimeoutMs = UInt64(max(0.1, timeout) * 1000)  // --timeout bounds connecting too
+        options.probeAfterMs = probeAfterMs
+        options.probeTimeoutFloorMs = probeTimeoutMs
         return options
     }
 

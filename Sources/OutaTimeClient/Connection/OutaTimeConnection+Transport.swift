@@ -49,6 +49,9 @@ extension OutaTimeConnection {
     /// `hello` (over TLS it leaves once the handshake is done).
     private func linkConnected(_ link: Link) {
         link.stream.setNoDelay()
+        // The kernel's own check of the path (keepalive, user timeout): it
+        // fails the socket when the server stops acknowledging.
+        link.stream.tcp.setLiveness(options.tcpLiveness)
         if let tls = options.tls {
             do {
                 let context = try TLSContext.client(caFile: tls.caFile, certificateFile: tls.certificateFile,
@@ -84,7 +87,10 @@ extension OutaTimeConnection {
             guard self.link === link else { return }
             helloAnswered(result, on: link)
         }
-        transmit(type: "hello", fields: options.helloFields, pending: pending, on: link)
+        var fields = options.helloFields
+        if let resumeKey { fields["resume"] = .string(resumeKey) }
+        link.helloSentAt = loop.now
+        transmit(type: "hello", fields: fields, pending: pending, on: link)
     }
 
     private func helloAnswered(_ result: Result<JSONValue, ClientError>, on link: Link) {
@@ -111,7 +117,9 @@ extension OutaTimeConnection {
         link.maxFrame = reply.maxFrame
         link.heartbeatMs = UInt64(max(reply.heartbeatMs, 1))
         hello = reply
+        resumeKey = reply.resumeKey
         link.readyAt = loop.now
+        sampleRTT(loop.now &- link.helloSentAt)
         stats.connects += 1
         handles?.phase.stop()
         startHeartbeat(link)
@@ -153,6 +161,8 @@ extension OutaTimeConnection {
             guard self.link === link else { return }
             drop(.protocolViolation("bad frame header: \(error)"))
         }
+        // Any bytes answer a liveness probe, a frame still arriving too.
+        link.lastBytesAt = loop.now
     }
 
     /// Encodes and queues one request on `link`; the reply goes to `pending`.

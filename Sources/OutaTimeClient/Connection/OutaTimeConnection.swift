@@ -107,6 +107,11 @@ public final class OutaTimeConnection {
     /// Mirrored channels subscribed with `messages: false` (kept across reconnects).
     var channelsWithoutMessages: Set<String> = []
     var flushScheduled = false
+    /// The `resume_key` of the last `hello` result: the next connection
+    /// sends it, so that the server drops the old session at once (§6.1).
+    var resumeKey: String?
+    /// The round-trip estimate from `hello` and `ping` replies.
+    var rtt = RTTEstimate()
     let encoder = MessageEncoder()
     let decoder = JSONDecoder()
 
@@ -166,6 +171,7 @@ public final class OutaTimeConnection {
             link.stream.close()
         }
         hello = nil
+        resumeKey = nil
         setState(.closed(reason))
         let error = ClientError.closed(reason)
         let requests = inFlight.sorted { $0.key < $1.key }.map(\.value.completion) + backlog.map(\.pending.completion)
@@ -186,7 +192,8 @@ public final class OutaTimeConnection {
 final class Handles {
     /// Connect timeout while connecting; backoff delay while reconnecting.
     let phase: UV.Timer
-    /// The heartbeat and unresponsiveness check while ready.
+    /// Heartbeat pings, liveness probes and the unresponsiveness checks
+    /// while ready (one-shot, armed for the next of them).
     let heartbeat: UV.Timer
     /// Fires at the earliest request deadline.
     let deadlines: UV.Timer
@@ -232,10 +239,28 @@ final class Link {
     var bytesSinceInbound = 0
     /// Loop time `hello` succeeded on this link; nil before.
     var readyAt: UInt64?
-    var pingInFlight = false
+    var pingInFlight: Bool { pingsOut > 0 }
+    /// Pings sent and not answered: one, or two when a probe followed a
+    /// ping older than the last bytes received.
+    var pingsOut = 0
+    /// Loop time of the last bytes received, of a whole frame or not: any
+    /// sign of life answers a liveness probe (a long frame on a slow link
+    /// is still arriving).
+    var lastBytesAt: UInt64
+    /// Loop time `hello` was sent (its reply is the first RTT sample).
+    var helloSentAt: UInt64
+    /// Loop time the ping in flight was sent.
+    var pingSentAt: UInt64 = 0
+    /// Loop time of the last heartbeat ping (or of the heartbeat's start).
+    var lastPingAt: UInt64 = 0
+    /// Loop time of the ping that probes the link after a silence, until
+    /// anything arrives; nil while no probe is out.
+    var probeSentAt: UInt64?
 
     init(stream: SocketStream, now: UInt64) {
         self.stream = stream
         lastInboundAt = now
+        lastBytesAt = now
+        helloSentAt = now
     }
 }

@@ -1,4 +1,5 @@
 import OutaTimeProtocol
+import UV
 
 /// Where and how an ``OutaTimeConnection`` connects. Every field may be
 /// changed between attempts through ``OutaTimeConnection/options``: a new
@@ -16,13 +17,36 @@ public struct ClientOptions: Sendable, Equatable {
     /// The access token, for a server started with a tokens file.
     public var token: String?
     /// Milliseconds between heartbeat `ping`s. nil: half the server's
-    /// `heartbeat_ms` from `hello`; 0: never ping (the server will then close
-    /// an idle connection with `idle_timeout`).
+    /// `heartbeat_ms` from `hello`; 0: never ping, neither heartbeats nor
+    /// liveness probes, and no unresponsiveness checks (the server will then
+    /// close an idle connection with `idle_timeout`).
     public var heartbeatIntervalMs: UInt64?
     /// Silence from the server after which it is taken for dead and the
     /// connection is dropped (and reconnected). nil: 2 × `heartbeat_ms`.
     /// The heartbeat `ping`s make a live server answer well within that.
+    /// Only complete frames count here; the liveness probes below usually
+    /// find a dead path much sooner.
     public var unresponsiveAfterMs: UInt64?
+    /// Liveness: after this long without anything from the server, a
+    /// `ping` probes the link; 0: no probes (only the heartbeat and
+    /// ``unresponsiveAfterMs``). A busy server (ticks, events) is never
+    /// probed: whatever arrives answers the question.
+    public var probeAfterMs: UInt64
+    /// The least time a probe waits for anything to arrive before the link
+    /// is taken for dead (``DisconnectReason/unresponsive``, then a
+    /// reconnect). The wait is smoothed RTT + 4 × RTT variance +
+    /// ``probeMarginMs`` (measured on `hello` and `ping` replies, as TCP
+    /// sets its retransmission timeout), but never less than this.
+    /// Satellite links (RTT 0.6–1 s, bursts of loss): 5,000.
+    public var probeTimeoutFloorMs: UInt64
+    /// Added to the RTT-derived probe timeout: room for the server's own
+    /// delays (a busy loop iteration, a reply queued behind pushes).
+    public var probeMarginMs: UInt64
+    /// TCP keepalive and `TCP_USER_TIMEOUT` on the socket: the kernel
+    /// fails the connection when the server stops acknowledging what was
+    /// sent (by default after 8 s) or stops answering keepalive probes.
+    /// ``UV/TCPLiveness/kernelDefaults``: leave the kernel's (hours).
+    public var tcpLiveness: TCPLiveness
     /// Whether to reconnect (with ``backoff``) after the connection drops or
     /// a connection attempt fails. Refusals by the server (`unauthorized`,
     /// `unsupported_protocol`, any failed `hello`) close for good either way.
@@ -40,6 +64,11 @@ public struct ClientOptions: Sendable, Equatable {
     /// certificate must be valid for ``host``.
     public var tls: TLSOptions?
 
+    /// Keepalive after 4 s of silence, then a probe a second, 4 probes;
+    /// unacknowledged data fails the socket after 8 s: the server's defaults.
+    public static let defaultTCPLiveness = TCPLiveness(keepaliveIdleSeconds: 4, keepaliveIntervalSeconds: 1,
+                                                       keepaliveCount: 4, userTimeoutMs: 8_000)
+
     /// The client program name used when none is given.
     public static let defaultClient = "outatime-client/0.1"
 
@@ -52,6 +81,10 @@ public struct ClientOptions: Sendable, Equatable {
         token: String? = nil,
         heartbeatIntervalMs: UInt64? = nil,
         unresponsiveAfterMs: UInt64? = nil,
+        probeAfterMs: UInt64 = 1_000,
+        probeTimeoutFloorMs: UInt64 = 2_000,
+        probeMarginMs: UInt64 = 200,
+        tcpLiveness: TCPLiveness = ClientOptions.defaultTCPLiveness,
         reconnect: Bool = true,
         backoff: BackoffPolicy = BackoffPolicy(),
         connectTimeoutMs: UInt64 = 5_000,
@@ -65,6 +98,10 @@ public struct ClientOptions: Sendable, Equatable {
         self.token = token
         self.heartbeatIntervalMs = heartbeatIntervalMs
         self.unresponsiveAfterMs = unresponsiveAfterMs
+        self.probeAfterMs = probeAfterMs
+        self.probeTimeoutFloorMs = probeTimeoutFloorMs
+        self.probeMarginMs = probeMarginMs
+        self.tcpLiveness = tcpLiveness
         self.reconnect = reconnect
         self.backoff = backoff
         self.connectTimeoutMs = connectTimeoutMs

@@ -16,7 +16,8 @@ public enum DisconnectReason: Sendable, Equatable, CustomStringConvertible {
     /// The server broke the framing or sent something that is not a frame
     /// of JSON; the stream cannot be trusted any more.
     case protocolViolation(String)
-    /// Nothing arrived from the server for ``ClientOptions/unresponsiveAfterMs``.
+    /// Nothing arrived from the server within the liveness probe's timeout
+    /// (``ClientOptions/probeAfterMs``), or no frame for ``ClientOptions/unresponsiveAfterMs``.
     case unresponsive
     /// Connecting and `hello` took longer than ``ClientOptions/connectTimeoutMs``.
     case connectTimeout
@@ -38,7 +39,9 @@ public enum DisconnectReason: Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .helloRefused: false
         case .tlsFailed(let why): !why.contains("certificate verify failed") && !why.hasPrefix("cannot ")
-        case .bye(let reason): reason != .unauthorized && reason != .unsupportedProtocol
+        // `replaced`: a newer connection resumed this session; coming back
+        // would replace it in turn.
+        case .bye(let reason): reason != .unauthorized && reason != .unsupportedProtocol && reason != .replaced
         default: true
         }
     }
@@ -95,6 +98,7 @@ extension DisconnectReason {
             case .unsupportedProtocol: "the server does not speak protocol 1"
             case .unauthorized: "not authorized"
             case .serverBusy: "the server is full"
+            case .replaced: "a newer connection of this client took the session over"
             }
             return "\(why) (bye \(reason.rawValue))"
         case .unresponsive:
@@ -170,6 +174,11 @@ public struct ClientStats: Sendable, Equatable {
     public var staleEvents = 0
     /// Seq gaps detected in live events (each triggers a `since` resubscribe).
     public var gaps = 0
+    /// The smoothed round-trip time of `hello` and `ping` replies (RFC
+    /// 6298), in ms; nil before the first reply.
+    public var smoothedRTTMs: Double?
+    /// The mean deviation of the round-trip samples, in ms.
+    public var rttVarianceMs: Double?
 
     /// All zero.
     public init() {}

@@ -70,6 +70,10 @@ public enum ByeReason: String, Sendable, Codable, CaseIterable {
     /// client's address; sent (after an `error` `server_busy` naming the
     /// limit) on the refused connection at once. Retry later.
     case serverBusy = "server_busy"
+    /// A newer connection sent `hello` with this connection's `resume_key`
+    /// (§6.1): this one is replaced by it. Not retryable: reconnecting
+    /// would replace the newer connection in turn.
+    case replaced
 }
 
 /// The last message before the server closes: `{"type":"bye","reason":…}`.

@@ -20,10 +20,15 @@ public struct HelloResult: Codable, Sendable, Hashable {
     /// In cluster mode, the node that answered (`--node`); absent on a
     /// single server.
     public let node: String?
+    /// A secret for this connection alone: a later `hello` with it as
+    /// `resume` closes this connection (`bye` `replaced`) before it is
+    /// answered, so that a client reconnecting after a lost link is never
+    /// listed twice. Absent from servers that predate it.
+    public let resumeKey: String?
 
     /// Creates the result.
     public init(server: String, protocol: Int, session: String, heartbeatMs: Int, maxFrame: Int, role: String,
-                node: String? = nil) {
+                node: String? = nil, resumeKey: String? = nil) {
         self.server = server
         self.protocol = `protocol`
         self.session = session
@@ -31,12 +36,14 @@ public struct HelloResult: Codable, Sendable, Hashable {
         self.maxFrame = maxFrame
         self.role = role
         self.node = node
+        self.resumeKey = resumeKey
     }
 
     private enum CodingKeys: String, CodingKey {
         case server, `protocol`, session, role, node
         case heartbeatMs = "heartbeat_ms"
         case maxFrame = "max_frame"
+        case resumeKey = "resume_key"
     }
 }
 

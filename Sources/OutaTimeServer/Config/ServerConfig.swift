@@ -1,4 +1,5 @@
 import Foundation
+import UV
 
 /// Everything the server needs to start. The command line maps onto it one to
 /// one; tests set the extra knobs (timeouts, limits) directly.
@@ -32,6 +33,22 @@ public struct ServerConfig: Sendable {
     public var heartbeatMs = 15_000
     /// Largest frame body accepted from clients, in bytes.
     public var maxFrame = 65_536
+    /// TCP keepalive on every accepted client connection (plain and TLS):
+    /// seconds without anything received before the first probe (0: no
+    /// keepalive). With ``tcpKeepaliveIntervalSeconds`` and
+    /// ``tcpKeepaliveCount`` a peer behind a dead path is dropped within
+    /// idle + count × interval = 8 s when nothing is in flight to it
+    /// (PROTOCOL.md §3, "Liveness").
+    public var tcpKeepaliveSeconds = 4
+    /// Seconds between unanswered keepalive probes.
+    public var tcpKeepaliveIntervalSeconds = 1
+    /// Unanswered keepalive probes after which the connection fails.
+    public var tcpKeepaliveCount = 4
+    /// `TCP_USER_TIMEOUT` on every accepted client connection: how long
+    /// data sent to it may stay unacknowledged before the kernel fails the
+    /// connection, in milliseconds; 0: the kernel's default (about 15
+    /// minutes of retransmissions).
+    public var tcpUserTimeoutMs = 8_000
     /// DeLorean acceleration tick interval.
     public var deloreanTickMs = 100
     /// Lap stopwatch tick interval.
@@ -221,6 +238,13 @@ public struct ServerConfig: Sendable {
         return max(1, min(1_000_000, total - min(64, total / 2)))
     }()
 
+    /// The keepalive and user timeout of accepted client connections.
+    var tcpLiveness: TCPLiveness {
+        TCPLiveness(keepaliveIdleSeconds: Int32(tcpKeepaliveSeconds),
+                    keepaliveIntervalSeconds: Int32(tcpKeepaliveIntervalSeconds),
+                    keepaliveCount: Int32(tcpKeepaliveCount), userTimeoutMs: UInt32(tcpUserTimeoutMs))
+    }
+
     /// The connection idle limit (2 × heartbeat).
     var idleTimeoutMs: UInt64 { UInt64(heartbeatMs) * 2 }
 
@@ -231,6 +255,14 @@ public struct ServerConfig: Sendable {
         }
         try require((0...65535).contains(port), "--port \(port) is not a TCP port (0…65535; 0 picks a free port)")
         try require(heartbeatMs >= 10, "--heartbeat-ms \(heartbeatMs) is too small (at least 10)")
+        try require((0...32_767).contains(tcpKeepaliveSeconds),
+                    "--tcp-keepalive-s \(tcpKeepaliveSeconds) is out of range (0…32767 seconds; 0 turns keepalive off)")
+        try require((1...32_767).contains(tcpKeepaliveIntervalSeconds),
+                    "--tcp-keepalive-interval-s \(tcpKeepaliveIntervalSeconds) is out of range (1…32767 seconds)")
+        try require((1...127).contains(tcpKeepaliveCount),
+                    "--tcp-keepalive-count \(tcpKeepaliveCount) is out of range (1…127 probes)")
+        try require((0...3_600_000).contains(tcpUserTimeoutMs),
+                    "--tcp-user-timeout-ms \(tcpUserTimeoutMs) is out of range (0…3600000 ms; 0: the kernel's default)")
         try require((64...FrameBounds.maxMaxFrame).contains(maxFrame),
                     "--max-frame \(maxFrame) is out of range (64…\(FrameBounds.maxMaxFrame) bytes: a published message "
                         + "re-encoded for its subscribers must fit the 16 MiB frame a client accepts)")

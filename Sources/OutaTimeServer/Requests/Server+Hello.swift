@@ -15,8 +15,9 @@ extension Server {
         let client = try request.optionalString("client", maxLength: 100, freeText: true)
         let name = try request.optionalString("name", maxLength: 100, freeText: true)
         let token = try request.optionalString("token", maxLength: 4096)
+        let resume = try request.optionalString("resume", maxLength: 64)
         guard let tokens else {
-            admit(session, role: .operate, name: name ?? client ?? "anonymous", client: client)
+            admit(session, role: .operate, name: name ?? client ?? "anonymous", client: client, resume: resume)
             session.reply(request.id, helloResult(session))
             return .replied
         }
@@ -41,7 +42,7 @@ extension Server {
         }
         let outcome: SlowedHello.Outcome
         if let entry {
-            outcome = .admit(entry, client: client)
+            outcome = .admit(entry, client: client, resume: resume)
         } else {
             let problem = if token != nil { "the token is not valid" }
                 else if let subject { "no token was given, and no entry maps the client certificate's subject '\(subject.prefix(200))'" }
@@ -66,9 +67,9 @@ extension Server {
     /// Answers a `hello` now: its result, or its failure then `bye` `unauthorized`.
     private func answer(_ id: RequestID?, _ outcome: SlowedHello.Outcome, on session: Session) {
         switch outcome {
-        case .admit(let entry, let client):
+        case .admit(let entry, let client, let resume):
             session.credential = entry
-            admit(session, role: entry.role, name: entry.name, client: client)
+            admit(session, role: entry.role, name: entry.name, client: client, resume: resume)
             session.reply(id, helloResult(session))
         case .refuse(let failure):
             session.fail(id, failure)
@@ -82,7 +83,7 @@ extension Server {
         guard let slowed = slowedHellos.removeValue(forKey: serial),
               let session = sessions[serial], session.state.isOpen else { return }
         switch slowed.outcome {
-        case .admit(let admitted, let client):
+        case .admit(let admitted, let client, let resume):
             // A reload while the hello waited may have withdrawn or changed the entry.
             guard let entry = tokens?.entry(sameKeyAs: admitted) else {
                 session.fill(slowed.slot, id: slowed.id, failure: ProtocolError(.unauthorized,
@@ -91,7 +92,7 @@ extension Server {
                 return
             }
             session.credential = entry
-            admit(session, role: entry.role, name: entry.name, client: client)
+            admit(session, role: entry.role, name: entry.name, client: client, resume: resume)
             session.fill(slowed.slot, id: slowed.id, helloResult(session))
             readAnswered(slowed.slot, on: session)
         case .refuse(let failure):
@@ -100,10 +101,15 @@ extension Server {
         }
     }
 
-    /// The session is past `hello`: its role and display name.
-    private func admit(_ session: Session, role: Role, name: String, client: String?) {
+    /// The session is past `hello`: its role and display name, its resume
+    /// secret; the connection whose `resume_key` it presented is replaced
+    /// first, so its subscriptions have ended (presence `left`) before the
+    /// `hello` reply lets the new one subscribe.
+    private func admit(_ session: Session, role: Role, name: String, client: String?, resume: String?) {
+        if let resume { replace(resumedBy: resume, on: session) }
         session.role = role
         session.displayName = name.isEmpty ? "anonymous" : name
+        session.resumeSecret = .random()
         session.transition(to: .ready)
         logger.debug("hello", metadata: ["conn.id": "\(session.id)", "name": "\(session.displayName)",
                                          "role": "\(role.rawValue)", "client": "\(client ?? "-")",
@@ -112,7 +118,8 @@ extension Server {
 
     private func helloResult(_ session: Session) -> HelloResult {
         HelloResult(server: Self.version, protocol: 1, session: session.id, heartbeatMs: config.heartbeatMs,
-                    maxFrame: config.maxFrame, role: session.role.rawValue, node: config.node)
+                    maxFrame: config.maxFrame, role: session.role.rawValue, node: config.node,
+                    resumeKey: ResumeKey(serial: session.serial, secret: session.resumeSecret).text)
     }
 
     /// The subject of the client certificate `session` presented, when its
@@ -151,8 +158,9 @@ extension Server {
 struct SlowedHello {
     /// What the answer will be.
     enum Outcome {
-        /// Accepted with this tokens-file entry (`client` for the log).
-        case admit(AccessToken, client: String?)
+        /// Accepted with this tokens-file entry (`client` for the log);
+        /// `resume`: the `resume` key it presented.
+        case admit(AccessToken, client: String?, resume: String?)
         /// Refused: the failure, then `bye` `unauthorized`.
         case refuse(ProtocolError)
     }

@@ -177,7 +177,7 @@ extension Server {
                 }
                 destroy(session, reason: .tlsFailed)
             } else {
-                destroy(session, reason: .readError)
+                destroy(session, reason: error.isTimedOut ? .timedOut : .readError)
             }
         case .closing(let reason, _):
             // We said bye and were waiting for the peer to finish.

@@ -52,6 +52,9 @@ final class Session {
         case peerClosed = "peer_closed"
         case readError = "read_error"
         case writeError = "write_error"
+        /// The kernel gave the connection up (`ETIMEDOUT`): a dead path
+        /// (keepalive or `TCP_USER_TIMEOUT`, PROTOCOL §3 "Liveness").
+        case timedOut = "timed_out"
         case bye
         case lingerExpired = "linger_expired"
         case serverStopped = "server_stopped"
@@ -103,6 +106,10 @@ final class Session {
     var watcher: Watcher { Watcher(session: id, name: displayName) }
     let connectedAt: UInt64
     var lastActivity: UInt64
+    /// The secret of this connection's `resume_key` (§6.1), chosen by
+    /// `hello`; only a ready session can be resumed, so the zero it starts
+    /// with never matches.
+    var resumeSecret = ResumeKey.Secret(high: 0, low: 0)
     /// The connection's requests in order, and its replies not yet sent.
     var requests = RequestQueue()
     /// The channel name this connection named last, parsed: pipelined
