@@ -649,6 +649,11 @@ class Client:
                 try:
                     return self._command_reply(self._request_reply("command", deadline, fields))
                 except (ConnectionClosed, OutaTimeTimeout) as exc:
+                    if isinstance(exc, ConnectionClosed) and not exc.retryable:
+                        # ``replaced``: a newer connection holds this session,
+                        # and coming back would replace it in turn.
+                        self.close()
+                        raise OutcomeUnknown(idempotency_key, exc) from exc
                     problem = exc
                 except ProtocolError:
                     raise

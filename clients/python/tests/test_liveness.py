@@ -212,6 +212,20 @@ class ResumeTest(ServerTestCase):
         self.assertEqual([w["session"] for w in joined["joined"]], [b.session])
         self.assertEqual({w["session"] for w in b.channels[self.CH].watchers}, {a.session, b.session})
 
+    def test_a_replaced_client_does_not_come_back_to_retry(self) -> None:
+        from outatime import OutcomeUnknown
+        c = self.client(name="Doc")
+        c.subscribe(self.CH)
+        newer = self.client(name="Doc", connect=False)
+        newer.resume_key = c.resume_key
+        newer.connect()  # c's connection now holds a bye replaced, unread
+        with self.assertRaises(OutcomeUnknown) as cm:
+            c.command(self.CH, "add", event="Clock tower", remaining_s=60, retry=True)
+        self.assertEqual(cm.exception.cause.code if cm.exception.cause else None, "replaced")
+        self.assertFalse(c.connected)
+        self.assertEqual(newer.ping().keys(), {"time"}, "the newer connection was not replaced back")
+        self.assertEqual(newer.get(self.CH)["state"]["timers"], [], "nothing applied")
+
     def test_resume_must_be_a_short_string(self) -> None:
         raw = Client("127.0.0.1", self.server.port)
         self.clients.append(raw)
