@@ -59,6 +59,7 @@ __all__ = [
     "ProtocolError",
     "ConnectionClosed",
     "NOT_RETRYABLE",
+    "TCP_LIVENESS",
     "OutaTimeTimeout",
     "OutcomeUnknown",
     "PROTOCOL_VERSION",
