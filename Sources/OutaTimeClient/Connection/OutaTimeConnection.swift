@@ -38,6 +38,10 @@ public final class OutaTimeConnection {
     /// any link; nil before the first. Views use it to tell how old what
     /// they show is (issue 27).
     public internal(set) var lastFrameAtMs: UInt64?
+    /// Loop time (ms) of the liveness ping out after a silence, until
+    /// anything arrives; nil while no probe is out (or not ready). Views
+    /// treat the link as silent while it waits (issue 27).
+    public var probeSentAtMs: UInt64? { link?.probeSentAt }
 
     /// The state changed (``ConnectionState``).
     public var onStateChange: ((ConnectionState) -> Void)?

@@ -83,13 +83,9 @@ final class WatchSession {
     let jsonl: Bool
     /// What each panel was promised and when its data came.
     var liveness = WatchLiveness()
-    /// Re-judges staleness and sends liveness pings while nothing arrives.
+    /// Re-judges staleness while nothing arrives (the connection itself
+    /// probes a silent link: ``OutaTimeConnection/probeSentAtMs``).
     private var pulse: UV.Timer?
-    /// Loop time the watcher's own liveness `ping` went out, while unanswered.
-    var probeSentAt: UInt64?
-    var probeSerial = 0
-    /// The smoothed round-trip time of those pings.
-    var rttMs: UInt64?
     /// Why the connection last dropped after being ready, and the silence
     /// before it; kept across the failed attempts that follow.
     var lastDrop: (reason: DisconnectReason, silenceMs: UInt64?)?
@@ -137,7 +133,6 @@ final class WatchSession {
         let pulse = UV.Timer(loop: loop)
         pulse.start(timeoutMs: Self.pulseMs, repeatMs: Self.pulseMs) { [unowned self] in
             loop.updateTime()
-            probe()
             evaluate()
         }
         self.pulse = pulse

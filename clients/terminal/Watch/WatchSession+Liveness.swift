@@ -3,8 +3,8 @@ import OutaTimeClient
 import OutaTimeProtocol
 
 /// Issue 27: never live-looking when stale. The session judges every panel
-/// (``Staleness``) on each push and every ``pulseMs``, pings an idle server
-/// itself, says why it reconnects and when it recovered, and writes the
+/// (``Staleness``) on each push and every ``pulseMs`` — an idle link is
+/// probed by the connection's own liveness pings — says why it reconnects and when it recovered, and writes the
 /// `--jsonl` objects (WatchJSONL.swift).
 extension WatchSession {
     /// The connection part of the title line (``WatchBoard/connectionLine``).
@@ -23,37 +23,6 @@ extension WatchSession {
 
     /// How often staleness is judged again (and the ages on screen move on).
     static let pulseMs: UInt64 = 200
-    /// Silence after which the watcher pings the server itself: an idle
-    /// board gets no pushes, and only a ping tells a quiet server from a
-    /// dead link (issue 27). Pushes make pings needless: a busy board sends none.
-    static let probeAfterMs: UInt64 = 1_000
-
-    /// Sends a liveness `ping` when nothing arrived for ``probeAfterMs`` and
-    /// none is out. It has no deadline of its own: while it is out, the
-    /// link counts as silent (``Staleness/link(_:nowMs:)``); a dropped
-    /// connection fails it.
-    func probe() {
-        guard connection.isReady, case .ready = connection.state, probeSentAt == nil else { return }
-        let silence = loop.now &- min(connection.lastFrameAtMs ?? loop.now, loop.now)
-        guard silence >= Self.probeAfterMs else { return }
-        probeSerial += 1
-        let serial = probeSerial
-        let sentAt = loop.now
-        probeSentAt = sentAt
-        connection.request("ping", timeoutMs: 3_600_000) { [unowned self] result in
-            guard serial == probeSerial else { return }
-            probeSentAt = nil
-            if case .success = result, board.link.isLive {
-                // A reply that waited out a silence measures the outage, not
-                // the path; one slow reply moves the estimate only so far.
-                loop.updateTime()
-                let sample = loop.now &- sentAt
-                rttMs = rttMs.map { ($0 * 7 + min(sample, 2 * $0 + 100)) / 8 } ?? sample
-            }
-            evaluate()
-        }
-    }
-
     /// A channel's mirror took an event or a subscribe result.
     func stateChanged(_ channel: String) {
         loop.updateTime()
@@ -68,7 +37,8 @@ extension WatchSession {
     func evaluate() {
         let now = loop.now
         let link = LinkLiveness(isReady: connection.isReady && connection.state == .ready,
-                                lastFrameAtMs: connection.lastFrameAtMs, pingSentAtMs: probeSentAt, rttMs: rttMs)
+                                lastFrameAtMs: connection.lastFrameAtMs, pingSentAtMs: connection.probeSentAtMs,
+                                rttMs: connection.stats.smoothedRTTMs.map { UInt64($0.rounded()) })
         let linkVerdict = Staleness.link(link, nowMs: now)
         // Piped text says stale/live too, once connected (`--json` stays the
         // server's pushes and the watcher's news, as documented).
