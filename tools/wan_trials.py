@@ -36,9 +36,13 @@ Scenarios (`--scenarios`, comma-separated; all by default):
   ghost      a watcher and a timer's only viewer cut off (45 s blackhole):
              when the observer sees them leave, when the timer stops; a
              10 s cut: is any session listed twice after a reconnect
-  oneshots   100 `outatime timers add --timeout 4` with the path cut
-             mid-request, retried by a script until they exit 0: timers
-             afterwards (100?), exit statuses that lied
+  oneshots   100 `outatime timers add --timeout 4`, ten at a time, the
+             path cut (blackhole or link-down, 3-6 s) the moment the server
+             applies the first of the ten; a script retries "unreachable"
+             (exit 3) and, on an "outcome unknown" status (any other than
+             0, 1, 3, 64), looks for its timer before it retries (with the
+             same key when `timers add` has an idempotency-key flag):
+             timers afterwards (100?), exit statuses that lied
   flood      1 Mbit link, 250 messages/s × 2 KB on a channel `watch`
              subscribes to: slow-consumer closes (server `stats`) and how
              many the clients learned of; the age of values shown as live;
@@ -49,6 +53,8 @@ Scenarios (`--scenarios`, comma-separated; all by default):
   cuts       20 cuts of each kind (blackhole, link-down; 3 and 8 s):
              gaps and duplicates in seq order for `watch` and the Python
              client, reloads (a full state instead of the missed events)
+  short      (only when named) the short version for `make wan-quick`:
+             80 ms RTT and 1 % loss, one 15 s blackhole, generous bounds
 
 `watch` is read through `outatime watch --json` (one object a line); what
 a line means is decided in one place, `watch_observations()`, so that a
@@ -106,6 +112,7 @@ sys.path.insert(0, str(REPO_ROOT / "clients" / "python"))
 
 SCRIPT = str(Path(__file__).resolve())
 SCENARIOS = ("healthy", "blackhole", "ghost", "oneshots", "flood", "bigtimers", "cuts")
+EXTRA_SCENARIOS = ("short",)   # run only when named: the short version (make wan-quick)
 SERVER_PORT = 1986       # inside the server namespace: no other listener there
 BUSY_CHANNELS = ("delorean/wan", "timers/wan", "laps/wan", "starport/wan")
 EXIT_REFUSED, EXIT_UNREACHABLE, EXIT_USAGE = 1, 3, 64   # clients/terminal/ExitStatus.swift
@@ -791,6 +798,8 @@ def agent_query(a: argparse.Namespace) -> int:
     c.connect()
     if a.query == "stats":
         emit({"k": "result", "result": c.stats()})
+    elif a.query == "command":   # a timer to view: added to --channels, the result is the timer
+        emit({"k": "result", "result": c.command(a.channels, "add", event="viewed", location="wan", remaining_s=36000)})
     else:
         emit({"k": "result", "result": c.get(a.channels)})
     c.close()
@@ -1778,9 +1787,85 @@ def scenario_healthy(run_: Run) -> None:
                  f"TLS included) vs {base.get('oneshot_p50_ms', 'no baseline')}", within("oneshot_p50_ms"))
 
 
+def scenario_short(run_: Run) -> None:
+    """The short version for `make test` (tools/tests/test_wan_quick.py):
+    one profile (80 ms RTT, 1 % loss) throughout and one blackhole
+    (--short-cut-s, 15 s: long enough that a server which drops dead peers
+    within 10 s does so while the path is still cut). Bounds are generous
+    (the machine is shared); the Must-reach figures of the long scenarios
+    are tighter."""
+    a = run_.args
+    ch = "timers/wan-short"
+    run_.rig.set_profile(**HEALTHY_PROFILE)
+    made = run_.query("command", ch)
+    ident = int(made.get("id", 1))
+    obs_p = run_.agent("client", run_.rig.ns_srv, name="wan-short-observer", channels=",".join((*BUSY_CHANNELS, ch)),
+                       reconnect=True, tag="short-observer")
+    obs_p.lines.wait(lambda r: r.get("k") == "sub" and r.get("ch") == ch, 30)
+    ghost = run_.agent("client", run_.rig.ns_cli, name="wan-short-ghost", channels=ch, views=[f"{ch}:{ident}"],
+                       tag="short-ghost")
+    w, py = run_.client_pair([*BUSY_CHANNELS, ch], "short")
+    ready = run_.warm(w, py) and ghost.lines.wait(lambda r: r.get("k") == "viewing", 30) is not None
+    hello = ghost.lines.wait(lambda r: r.get("k") == "hello", 1)
+    if not ready or hello is None:
+        run_.out.add("short", "set-up", "the clients did not get going within 30 s", False)
+        run_.release(ghost, w, py, obs_p)
+        return
+    t0 = time.monotonic()
+    time.sleep(a.short_healthy_s)
+    t1 = time.monotonic()
+    run_.rig.blackhole(True)
+    log(f"short: blackhole {a.short_cut_s:.0f} s")
+    time.sleep(a.short_cut_s)
+    t_back = time.monotonic()
+    run_.rig.blackhole(False)
+    time.sleep(a.short_after_s)
+    end = time.monotonic()
+    obs, recs, ob = w.obs(), py.records(), obs_p.records()
+    run_.release(ghost, w, py, obs_p)
+    pd, p_exp, p_miss = tick_delays(ob, recs, t0, t1, "t")
+    wd, w_exp, w_miss = tick_delays(ob, [dict(o, t=o["_t"]) for o in obs], t0, t1, "t")
+    py_detect = python_detect(recs, t1, end)
+    py_live = first_after(recs, t_back, lambda r: r.get("k") == "tick", tkey="t")
+    w_down = first_after(obs, t1, lambda o: o["k"] in ("down", "stale"), until=end)
+    w_live = next((o["_t"] for o in obs if o.get("_t", 0) >= t_back and o["k"] == "tick" and watch_live_at(obs, o["_t"])), None)
+    left = first_after(ob, t1, lambda r: r.get("k") == "presence" and r.get("ch") == ch
+                       and any(sess == hello["session"] for sess, _ in r.get("left") or []), tkey="t")
+    stopped = first_after(ob, t1, lambda r: r.get("k") == "event" and r.get("ch") == ch
+                          and r.get("ev") in ("timer_stopped", "timer_finished"), tkey="t")
+    twice, twice_s = listed_twice(watchers_timeline(ob, ch), "wan-", end)
+    sw, sp = seq_of_watch(obs), seq_of_python(recs)
+    rel = lambda x, base: None if x is None else round(x - base, 1)   # noqa: E731
+    f = run_.out.figures.setdefault("short", {})
+    f.update(python_ticks_missing=f"{p_miss} of {p_exp}", watch_ticks_missing=f"{w_miss} of {w_exp}",
+             python_detect_s=None if py_detect is None else round(py_detect, 1), python_live_after_return_s=rel(py_live, t_back),
+             watch_stale_s=rel(w_down, t1), watch_live_after_return_s=rel(w_live, t_back),
+             ghost_left_s=rel(left, t1), ghost_timer_stopped_s=rel(stopped, t1), listed_twice=twice,
+             watch_seq=sw.summary(), python_seq=sp.summary(), notes=(sw.notes + sp.notes)[:4])
+    log(f"short figures: {json.dumps(f)}")
+    cut, back = a.short_cut_s, a.short_after_s
+    run_.out.add("short", "80 ms RTT, 1 % loss: no tick missing (watch, Python)",
+                 f"Python {f['python_ticks_missing']}, watch {f['watch_ticks_missing']}",
+                 p_exp > 0 and p_miss == 0 and w_miss == 0)
+    run_.out.add("short", "the Python client raises or reconnects within 8 s of the cut",
+                 fmt_s(py_detect, "never"), py_detect is not None and py_detect <= 8.0)
+    run_.out.add("short", "… and has live data within 10 s after the path returns",
+                 fmt_s(rel(py_live, t_back), "never"), py_live is not None and py_live - t_back <= 10.0)
+    run_.out.add("short", "watch leaves 'live' (stale mark or reconnecting) within 8 s of the cut",
+                 fmt_s(rel(w_down, t1), "never"), w_down is not None and w_down - t1 <= 8.0)
+    run_.out.add("short", "… and shows live data within 10 s after the path returns",
+                 fmt_s(rel(w_live, t_back), "never"), w_live is not None and w_live - t_back <= 10.0)
+    run_.out.add("short", f"the cut-off viewer leaves and its timer stops while the path is cut ({cut:.0f} s)",
+                 f"left {fmt_s(rel(left, t1), 'never')}, stopped {fmt_s(rel(stopped, t1), 'never')}",
+                 left is not None and stopped is not None and max(left, stopped) - t1 <= cut - 1.0)
+    run_.out.add("short", "no session listed twice", f"{twice} times ({twice_s:.1f} s)", twice == 0)
+    run_.out.add("short", "no gap, no duplicate in seq order (watch, Python)",
+                 f"watch {sw.summary()}; Python {sp.summary()}", sw.gaps + sw.dups + sp.gaps + sp.dups == 0)
+
+
 SCENARIO_FUNCS = {"healthy": scenario_healthy, "blackhole": scenario_blackhole, "ghost": scenario_ghost,
                   "oneshots": scenario_oneshots, "flood": scenario_flood, "bigtimers": scenario_bigtimers,
-                  "cuts": scenario_cuts}
+                  "cuts": scenario_cuts, "short": scenario_short}
 
 
 # --------------------------------------------------------------------------
@@ -1845,6 +1930,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--cut-settle-s", type=float, default=15.0, help="after a cut, wait (at most) for data again")
     p.add_argument("--cut-gap-s", type=float, default=2.0)
     p.add_argument("--healthy-s", type=float, default=60.0)
+    p.add_argument("--short-healthy-s", type=float, default=15.0, help="short: the healthy phase")
+    p.add_argument("--short-cut-s", type=float, default=15.0, help="short: the blackhole")
+    p.add_argument("--short-after-s", type=float, default=12.0, help="short: after the blackhole")
     p.add_argument("--latency-n", type=int, default=20, help="one-shots timed on the healthy link")
     p.add_argument("--budget-s", type=float, default=2400.0, help="no scenario starts after this")
     p.add_argument("--baseline", help="JSON figures of an earlier run (--json) to compare the healthy link with")
@@ -1860,7 +1948,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
             if getattr(a, k) == p.get_default(k):
                 setattr(a, k, v)
     chosen = [s for s in a.scenarios.split(",") if s]
-    bad = [s for s in chosen if s not in SCENARIOS]
+    bad = [s for s in chosen if s not in SCENARIOS + EXTRA_SCENARIOS]
     if bad:
         p.error(f"--scenarios: unknown {', '.join(bad)}; known: {', '.join(SCENARIOS)}")
     a.chosen = chosen
