@@ -1221,6 +1221,7 @@ class Run:
         for p in reversed(self.procs):
             try:
                 p.stop()
+                self.keep(p)
             except Exception:   # noqa: BLE001 — keep stopping the others
                 pass
         self.procs = []
@@ -1256,8 +1257,20 @@ class Run:
             if x is None:
                 continue
             x.stop()
+            self.keep(x)
             if x in self.procs:
                 self.procs.remove(x)
+
+    def keep(self, x: Any) -> None:
+        """A stopped process's records, one JSON object a line, in the run's folder."""
+        proc = x.proc if isinstance(x, Watch) else x
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "-", proc.name)
+        try:
+            with open(os.path.join(self.folder, f"{name}-{int(proc.started)}.jsonl"), "w") as fh:
+                for rec in proc.lines.snapshot():
+                    fh.write(json.dumps(rec) + "\n")
+        except OSError:
+            pass
 
 
 # --------------------------------------------------------------------------
@@ -1712,23 +1725,29 @@ def scenario_cuts(run_: Run) -> None:
 
 def tick_delays(observer: list[dict[str, Any]], recs: list[dict[str, Any]], t0: float, t1: float,
                 tkey: str) -> tuple[list[float], int, int]:
-    """DeLorean tick delays: each (trip, speed) as the client got it minus as
-    the observer (server side) got it. Returns (delays, ticks expected, missing)."""
-    def index(rs: list[dict[str, Any]], key: str) -> dict[tuple[Any, Any], float]:
+    """Tick delays: each tick as the client got it minus as the observer
+    (server side, no link) got it, matched by content: a DeLorean tick by
+    (trip, speed), a lap tick by its total time. Returns (delays, ticks the
+    observer got in [t0, t1 - 2 s], how many of those the client missed)."""
+    def index(rs: list[dict[str, Any]], key: str) -> dict[tuple[Any, ...], float]:
         trip, out = None, {}
         for r in rs:
-            if r.get("ch") != "delorean/wan":
-                continue
-            if r.get("k") == "event" and r.get("ev") == "acceleration_started":
-                trip = r.get("seq")
-            elif r.get("k") == "tick" and trip is not None and r.get(key) is not None and t0 <= r[key] <= t1:
-                out.setdefault((trip, r.get("speed")), r[key])
+            ch = r.get("ch")
+            if ch == "delorean/wan":
+                if r.get("k") == "event" and r.get("ev") == "acceleration_started":
+                    trip = r.get("seq")
+                elif r.get("k") in ("sub", "sync") and r.get("recovered") is not True and r.get("method") != "recovered":
+                    # A snapshot taken mid-trip: nothing but the trip's start can have come since it
+                    # began (set_destination is refused while accelerating), so its seq is the trip's.
+                    trip = r.get("seq")
+                elif r.get("k") == "tick" and trip is not None and r.get(key) is not None:
+                    out.setdefault(("d", trip, r.get("speed")), r[key])
+            elif ch == "laps/wan" and r.get("k") == "tick" and r.get(key) is not None:
+                out.setdefault(("l", r.get("lap_ms")), r[key])
         return out
     base, got = index(observer, "t"), index(recs, tkey)
-    trips = {k[0] for k in base}
-    whole = {tr for tr in trips if all((tr, s) in base for s in range(1, 89))}
-    expected = [k for k in base if k[0] in whole]
-    missing = [k for k in expected if k not in got and base[k] < t1 - 2]
+    expected = [k for k, t in base.items() if t0 <= t <= t1 - 2.0]
+    missing = [k for k in expected if k not in got]
     delays = [got[k] - base[k] for k in expected if k in got]
     return delays, len(expected), len(missing)
 
