@@ -333,6 +333,13 @@ class Rig:
         for line in out.splitlines():
             m = re.match(rf"({cls.PREFIX}-(?:srv|mid|cli)-(\d+))", line.strip())
             if m and not Path(f"/proc/{m.group(2)}").exists():
+                # Its processes (server, watch: the agents and the bridge quit when their
+                # stdin closes) were started by that run; nothing else runs in its namespaces.
+                for pid in run(["ip", "netns", "pids", m.group(1)], check=False).stdout.split():
+                    try:
+                        os.kill(int(pid), signal.SIGKILL)
+                    except (OSError, ValueError):
+                        pass
                 run(["ip", "netns", "del", m.group(1)], check=False)
                 removed.append(m.group(1))
         return removed
