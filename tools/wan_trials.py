@@ -75,7 +75,9 @@ PASS/FAIL against the issue's "Must reach", and a markdown block for
 docs/BENCHMARKS.md (`--markdown FILE` writes it too). Exits 0 when every
 Must-reach check that ran passed, 1 otherwise, 2 for bad usage or a rig
 that cannot be built. Every wait has a deadline; `--budget-s` bounds the
-run. The namespaces and every process are removed on exit, on Ctrl-C and
+run. `--dir` keeps the server's log and every process's records (one JSON
+object a line, monotonic times) for a closer look; `--json` writes the
+figures, and `--baseline` compares the healthy link with such a file. The namespaces and every process are removed on exit, on Ctrl-C and
 on SIGTERM.
 
 Python 3 standard library plus the project's client (clients/python).
@@ -996,9 +998,11 @@ def first_after(items: list[dict[str, Any]], t: float, pred: Callable[[dict[str,
     return None
 
 
-def watch_live_at(obs: list[dict[str, Any]], t: float) -> bool:
-    """Whether `watch` presents its board as live at `t`: connected, and no
-    stale mark standing (today's watch has no marks: connected = live)."""
+def watch_live_at(obs: list[dict[str, Any]], t: float, channel: Optional[str] = None) -> bool:
+    """Whether `watch` presents its board (or `channel`'s panel) as live at
+    `t`: connected, and no stale mark standing on the board or that panel
+    (any panel when `channel` is None). Today's watch has no marks:
+    connected = live."""
     up = False
     stale: set[Any] = set()
     for o in obs:
@@ -1014,6 +1018,8 @@ def watch_live_at(obs: list[dict[str, Any]], t: float) -> bool:
             stale.discard(o.get("ch"))
             if o.get("ch") is None:
                 stale.clear()
+    if channel is not None:
+        return up and None not in stale and channel not in stale
     return up and not stale
 
 
@@ -1043,7 +1049,7 @@ def stale_shown_as_live(obs: list[dict[str, Any]], t0: float, t1: float, channel
             if tt > t:
                 break
             latest = at
-        if latest is not None and watch_live_at(obs, t):
+        if latest is not None and watch_live_at(obs, t, channel):
             age = (t + offset) - latest
             worst = max(worst, age)
             if age > limit_s:
