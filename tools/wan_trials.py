@@ -1038,8 +1038,10 @@ def stale_shown_as_live(obs: list[dict[str, Any]], t0: float, t1: float, channel
     values `watch` had for `channel` (now − the tick's `at`), counted while
     it presented them as live. Returns (max age shown as live, seconds with
     values older than `limit_s` shown as live)."""
-    ticks = [(o["_t"], o["_wall"], wall_of(o.get("at"))) for o in obs
-             if o["k"] == "tick" and o.get("ch") == channel and o.get("at")]
+    # The values shown: a tick's, as of its `at`, or a snapshot's (a sync), as
+    # of its arrival (a lower bound on their age: no better time is known).
+    ticks = [(o["_t"], o["_wall"], wall_of(o.get("at")) if o["k"] == "tick" else o["_wall"]) for o in obs
+             if o.get("ch") == channel and ((o["k"] == "tick" and o.get("at")) or o["k"] == "sync")]
     offset = next((o["_wall"] - o["_t"] for o in obs if o.get("_t") is not None), time.time() - time.monotonic())
     worst, over = 0.0, 0.0
     t = t0
