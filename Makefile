@@ -143,7 +143,7 @@ cluster-trials: deps test-deps ## Failover trials on a local cluster (3 nats-ser
 	$(SWIFT) build -c release --product outatime-server
 	python3 tools/cluster_trials.py --server .build/release/outatime-server $(CLUSTER_TRIALS_ARGS)
 
-# Not part of `make test`: about 25 minutes (--quick: about 8), needs root
+# Not part of `make test`: about 15 minutes (--quick: about 7), needs root
 # (network namespaces); without them it says so and exits 2.
 wan-trials: deps ## WAN trials (issue 27): namespaces, an emulated link (delay, loss, cuts, 1 Mbit), the issue's scenarios, PASS/FAIL; WAN_ARGS='--quick'
 	$(SWIFT) build -c release --product outatime-server
