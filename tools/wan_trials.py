@@ -584,6 +584,9 @@ def push_record(push: dict[str, Any]) -> dict[str, Any]:
         if "at" in data:
             rec["at"] = data["at"]
             rec["n"] = len(data.get("timers") or [])
+            first = (data.get("timers") or [None])[0]
+            if isinstance(first, dict):
+                rec["r"] = [first.get("id"), first.get("remaining_s")]   # dates a countdown shown elsewhere
     elif kind == "message":
         data = push.get("data")
         rec["n"] = data.get("n") if isinstance(data, dict) else None
@@ -846,27 +849,33 @@ def agent_main(argv: list[str]) -> int:
 
 
 def watch_observations(obj: dict[str, Any]) -> list[dict[str, Any]]:
-    """One line of `outatime watch --json` as the observations the
-    scenarios use, each a dict with `k`:
+    """One line of `outatime watch --jsonl` (or, from a watch without it,
+    `--json`) as the observations the scenarios use, each a dict with `k`:
 
       event {ch, seq, replayed}     a durable event (replayed: recovered)
-      tick {ch, speed?, lap_ms?, at?}
-      presence {ch, joined, left}   [session, name] pairs
+      tick {ch, speed?, lap_ms?, at?, values?, shown?}  data shown
+      presence {ch, joined, left}   [session, name] pairs (--json only)
       sync {ch, seq, method}        snapshot | recovered | reloaded
       up {}                         connected (or recovered)
-      down {reason}                 connecting, reconnecting or closed
-      stale {ch, age_s}             a panel marked stale (ch None: the board)
-      fresh {ch}                    a panel live again
-      bye {reason}                  why the server closed it, when said
+      down {state, reason}          connecting, reconnecting or closed
+      stale {ch, age_s, why}        a panel marked stale (ch None: the link)
+      fresh {ch}                    a panel (or the link) live again
       other {type}                  anything else (counted, not used)
 
-    Today's `watch --json` (main e428c63) prints each push as the server
-    sent it, `sync`, `connection` {state, reason?} and `error` objects; it
-    has no stale marks. Issue 27 adds them (H4, format not settled when
-    this was written): the shapes accepted below are guesses, kept small
-    so that adjusting them is one edit here."""
+    `--jsonl` (WatchJSONL.swift): connection {state, reason, reason_code},
+    link and freshness {channel?, live, age_ms, why}, shown {channel, seq,
+    live, values}, event, sync; every object with mono_ms and wall.
+    `--json` (a watch from before issue 27): each push as the server sent
+    it, sync, connection {state, reason?}; no stale marks."""
     typ = obj.get("type")
-    if typ in ("event", "tick", "presence", "message"):
+    if typ == "shown":
+        values = obj.get("values") if isinstance(obj.get("values"), dict) else {}
+        rec: dict[str, Any] = {"k": "tick", "ch": obj.get("channel"), "shown": True, "live": obj.get("live"),
+                               "values": values}
+        if "speed_mph" in values and values.get("status") == "accelerating":
+            rec["speed"] = values["speed_mph"]
+        out = [rec]
+    elif typ in ("event", "tick", "presence", "message"):
         rec = push_record(obj)
         if typ == "event":
             rec["replayed"] = bool(obj.get("replayed"))
@@ -875,19 +884,19 @@ def watch_observations(obj: dict[str, Any]) -> list[dict[str, Any]]:
         out = [{"k": "sync", "ch": obj.get("channel"), "seq": obj.get("seq"), "method": obj.get("method")}]
     elif typ == "connection":
         state = obj.get("state")
-        reason = obj.get("reason") or obj.get("bye") or obj.get("why")
-        out = [{"k": "up"} if state in ("connected", "ready", "recovered") else {"k": "down", "state": state, "reason": reason}]
-        if obj.get("stale") is True:
-            out.append({"k": "stale", "ch": None, "age_s": obj.get("age_s")})
+        reason = obj.get("reason_code") or obj.get("reason")
+        out = [{"k": "up", "state": state, "reason": reason} if state in ("connected", "ready", "recovered")
+               else {"k": "down", "state": state, "reason": reason}]
+    elif typ in ("link", "freshness"):
+        ch = obj.get("channel") if typ == "freshness" else None
+        if obj.get("live") is False:
+            age = obj.get("age_ms")
+            out = [{"k": "stale", "ch": ch, "age_s": age / 1000 if isinstance(age, (int, float)) else None,
+                    "why": obj.get("why")}]
+        else:
+            out = [{"k": "fresh", "ch": ch}]
     elif typ == "bye":
         out = [{"k": "bye", "reason": obj.get("reason")}]
-    elif typ in ("stale", "staleness", "panel", "freshness"):
-        stale = obj.get("stale", typ in ("stale", "staleness"))
-        ch = obj.get("channel") or obj.get("panel")
-        age = obj.get("age_s", obj.get("age_ms", 0) / 1000 if isinstance(obj.get("age_ms"), (int, float)) else None)
-        out = [{"k": "stale" if stale else "fresh", "ch": ch, "age_s": age}]
-    elif typ in ("live", "fresh"):
-        out = [{"k": "fresh", "ch": obj.get("channel")}]
     else:
         out = [{"k": "other", "type": typ}]
     for o in out:
@@ -899,8 +908,9 @@ class Watch:
     """`outatime watch --json` in the client namespace, its lines observed."""
 
     def __init__(self, run_: "Run", channels: list[str], name: str) -> None:
-        argv = run_.rig.ns(run_.rig.ns_cli, run_.args.cli, "watch", *channels, "--json", "--name", name,
-                           *run_.cli_conn())
+        self.jsonl = run_.watch_jsonl
+        argv = run_.rig.ns(run_.rig.ns_cli, run_.args.cli, "watch", *channels,
+                           "--jsonl" if self.jsonl else "--json", "--name", name, *run_.cli_conn())
         self.proc = Proc(f"watch {name}", argv, log_path=os.path.join(run_.folder, f"watch-{name}.err"))
         self.name = name
 
@@ -1032,16 +1042,50 @@ def wall_of(at: str) -> Optional[float]:
         return None
 
 
+def countdown_dater(truth: list[dict[str, Any]], channel: str) -> Callable[[dict[str, Any]], Optional[float]]:
+    """From the server side's ticks of `channel` (records with `at` and `r`
+    = [id, remaining_s] of its first running timer): a function giving the
+    wall time at which a `--jsonl` `shown` countdown was true (a running
+    timer falls by exactly 1 a second, PROTOCOL §14.3), or None."""
+    refs: dict[Any, tuple[float, int]] = {}
+    for r in truth:
+        if r.get("ch") == channel and r.get("k") == "tick" and r.get("r") and r.get("at"):
+            ident, remaining = r["r"]
+            at = wall_of(r["at"])
+            if at is not None and isinstance(remaining, int):
+                refs[ident] = (at, remaining)   # the latest: a pause would make older ones wrong
+
+    def date(o: dict[str, Any]) -> Optional[float]:
+        for row in (o.get("values") or {}).get("timers") or []:
+            ref = refs.get(row.get("id"))
+            if ref and row.get("status") == "running" and isinstance(row.get("remaining_s"), int):
+                return ref[0] + (ref[1] - row["remaining_s"])
+        return None
+    return date
+
+
 def stale_shown_as_live(obs: list[dict[str, Any]], t0: float, t1: float, channel: str,
-                        limit_s: float = 2.0, step: float = 0.25) -> tuple[float, float]:
+                        limit_s: float = 2.0, step: float = 0.25,
+                        truth: Optional[list[dict[str, Any]]] = None) -> tuple[float, float]:
     """Over [t0, t1], sampled every `step`: the age of the newest countdown
     values `watch` had for `channel` (now − the tick's `at`), counted while
     it presented them as live. Returns (max age shown as live, seconds with
     values older than `limit_s` shown as live)."""
     # The values shown: a tick's, as of its `at`, or a snapshot's (a sync), as
     # of its arrival (a lower bound on their age: no better time is known).
-    ticks = [(o["_t"], o["_wall"], wall_of(o.get("at")) if o["k"] == "tick" else o["_wall"]) for o in obs
-             if o.get("ch") == channel and ((o["k"] == "tick" and o.get("at")) or o["k"] == "sync")]
+    date = countdown_dater(truth or [], channel)
+    ticks = []
+    for o in obs:
+        if o.get("ch") != channel:
+            continue
+        if o["k"] == "tick" and o.get("at"):
+            ticks.append((o["_t"], o["_wall"], wall_of(o["at"])))
+        elif o["k"] == "tick" and o.get("shown"):
+            when = date(o)
+            if when is not None:
+                ticks.append((o["_t"], o["_wall"], when))
+        elif o["k"] == "sync":
+            ticks.append((o["_t"], o["_wall"], o["_wall"]))
     offset = next((o["_wall"] - o["_t"] for o in obs if o.get("_t") is not None), time.time() - time.monotonic())
     worst, over = 0.0, 0.0
     t = t0
@@ -1126,6 +1170,7 @@ class Run:
         self.out = Outcome()
         self.started = time.monotonic()
         self.cli_help_add = ""
+        self.watch_jsonl = False
         self.baseline: Optional[dict[str, Any]] = None
 
     # ---- setting up ---------------------------------------------------------
@@ -1169,6 +1214,9 @@ class Run:
             raise RuntimeError(f"the observer did not subscribe: {self.tail('agent-observer.err')}")
         r = subprocess.run([self.args.cli, "timers", "add", "--help"], capture_output=True, text=True, timeout=20)
         self.cli_help_add = r.stdout + r.stderr
+        r = subprocess.run([self.args.cli, "watch", "--help"], capture_output=True, text=True, timeout=20)
+        self.watch_jsonl = "--jsonl" in r.stdout and not self.args.watch_json
+        log(f"watch read through {'--jsonl (stale marks, reasons)' if self.watch_jsonl else '--json (no stale marks)'}")
         log(f"server {'plain TCP' if self.args.plain else 'TLS'} on {self.rig.server_ip}:{SERVER_PORT}, busy "
             f"(a trip every 15 s, 5 countdowns, laps, dispatches); files in {self.folder}")
 
@@ -1626,7 +1674,7 @@ def scenario_flood(run_: Run) -> None:
     lost = top - len([n for n in got if isinstance(n, int)])
     notices = [r for r in recs if r.get("k") not in ("event", "tick", "message", "presence", "hello", "sub", "fail", "bye",
                                                          "error", "viewing")]
-    worst, over = stale_shown_as_live(obs, t0, t1, "timers/wan")
+    worst, over = stale_shown_as_live(obs, t0, t1, "timers/wan", truth=run_.observer.records() if run_.observer else None)
     learned = len({round(o["_t"]) for o in w_told}) + py_byes
     f = run_.out.figures.setdefault("flood", {})
     f.update(rate=a.rate, published=published, slow_consumer_closes=closes, watch_reconnects=w_reconnects,
@@ -1661,12 +1709,15 @@ def scenario_bigtimers(run_: Run) -> None:
         run_.out.add("bigtimers", "set-up", "the big list was not made within 300 s", False)
         return
     log(f"bigtimers: {made}")
+    big_obs = run_.agent("client", run_.rig.ns_srv, name="wan-big-observer", channels=ch, reconnect=True,
+                         tag="big-observer")
+    big_obs.lines.wait(lambda r: r.get("k") == "sub", 60)
     run_.rig.cap(a.rate)
     t0 = time.monotonic()
     w, py = run_.client_pair([ch], "big")
     time.sleep(a.big_s)
-    obs, recs = w.obs(), py.records()
-    run_.release(w, py)
+    obs, recs, truth = w.obs(), py.records(), big_obs.records()
+    run_.release(w, py, big_obs)
     run_.rig.cap(None)
     run_.busy.send(cmd="bigstop")
     run_.busy.lines.wait(lambda r: r.get("k") == "bigstopped", 60, start=mark)
@@ -1674,7 +1725,7 @@ def scenario_bigtimers(run_: Run) -> None:
     fails = [r for r in recs if r.get("k") == "fail"]
     ticks = [o["_t"] for o in obs if o["k"] == "tick" and o.get("ch") == ch]
     gaps = [b - x for x, b in zip(ticks, ticks[1:])]
-    worst, over = stale_shown_as_live(obs, t0, t0 + a.big_s, ch)
+    worst, over = stale_shown_as_live(obs, t0, t0 + a.big_s, ch, truth=truth)
     f = run_.out.figures.setdefault("bigtimers", {})
     f.update(timers=made.get("timers"), running=made.get("running"), rate=a.rate,
              python_subscribed_s=None if subbed is None else round(subbed - t0, 1), python_failures=len(fails),
@@ -1739,7 +1790,7 @@ def scenario_cuts(run_: Run) -> None:
 
 
 def tick_delays(observer: list[dict[str, Any]], recs: list[dict[str, Any]], t0: float, t1: float,
-                tkey: str) -> tuple[list[float], int, int]:
+                tkey: str, laps: bool = True) -> tuple[list[float], int, int]:
     """Tick delays: each tick as the client got it minus as the observer
     (server side, no link) got it, matched by content: a DeLorean tick by
     (trip, speed), a lap tick by its total time. Returns (delays, ticks the
@@ -1757,7 +1808,7 @@ def tick_delays(observer: list[dict[str, Any]], recs: list[dict[str, Any]], t0: 
                     trip = r.get("seq")
                 elif r.get("k") == "tick" and trip is not None and r.get(key) is not None:
                     out.setdefault(("d", trip, r.get("speed")), r[key])
-            elif ch == "laps/wan" and r.get("k") == "tick" and r.get(key) is not None:
+            elif laps and ch == "laps/wan" and r.get("k") == "tick" and r.get(key) is not None:
                 out.setdefault(("l", r.get("lap_ms")), r[key])
         return out
     base, got = index(observer, "t"), index(recs, tkey)
@@ -1781,7 +1832,8 @@ def scenario_healthy(run_: Run) -> None:
     ob = run_.observer.records()
     pd, p_exp, p_miss = tick_delays(ob, recs, t0, t1, "t")
     wobs = [dict(o, t=o["_t"]) for o in obs]
-    wd, w_exp, w_miss = tick_delays(ob, wobs, t0, t1, "t")
+    # `--jsonl` shows lap times extrapolated (not the ticks' values): the DeLorean's speeds are matched.
+    wd, w_exp, w_miss = tick_delays(ob, wobs, t0, t1, "t", laps=not w.jsonl)
     lat, statuses = [], collections.Counter()
     for i in range(a.latency_n):
         s = time.monotonic()
@@ -1858,7 +1910,7 @@ def scenario_short(run_: Run) -> None:
     obs, recs, ob = w.obs(), py.records(), obs_p.records()
     run_.release(ghost, w, py, obs_p)
     pd, p_exp, p_miss = tick_delays(ob, recs, t0, t1, "t")
-    wd, w_exp, w_miss = tick_delays(ob, [dict(o, t=o["_t"]) for o in obs], t0, t1, "t")
+    wd, w_exp, w_miss = tick_delays(ob, [dict(o, t=o["_t"]) for o in obs], t0, t1, "t", laps=not w.jsonl)
     py_detect = python_detect(recs, t1, end)
     py_live = first_after(recs, t_back, lambda r: r.get("k") == "tick", tkey="t")
     w_down = first_after(obs, t1, lambda o: o["k"] in ("down", "stale"), until=end)
@@ -1947,6 +1999,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--scenarios", default=",".join(SCENARIOS), help=f"comma-separated: {', '.join(SCENARIOS)}")
     p.add_argument("--quick", action="store_true", help="shorter cuts and fewer trials (about 6 minutes)")
     p.add_argument("--plain", action="store_true", help="plain TCP instead of TLS")
+    p.add_argument("--watch-json", action="store_true", help="read watch through --json even when it has --jsonl")
     p.add_argument("--server-arg", action="append", default=[], help="an extra server flag (repeatable)")
     p.add_argument("--blackhole-s", type=float, default=20.0)
     p.add_argument("--after-s", type=float, default=40.0, help="how long to watch after a cut ends")
