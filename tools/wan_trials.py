@@ -56,9 +56,11 @@ Scenarios (`--scenarios`, comma-separated; all by default):
   short      (only when named) the short version for `make wan-quick`:
              80 ms RTT and 1 % loss, one 15 s blackhole, generous bounds
 
-`watch` is read through `outatime watch --json` (one object a line); what
-a line means is decided in one place, `watch_observations()`, so that a
-new `watch` output (stale marks with ages, reasons) needs one small change.
+`watch` is read through `outatime watch --jsonl` (what the board shows:
+connection changes with reasons, stale/live marks per panel, the values
+shown), or `--json` (the pushes) from a `watch` without it; what a line
+means is decided in one place, `watch_observations()`. The ages of the
+countdowns shown are dated independently, from the server side's ticks.
 
 Timings are seconds-scale detection times and counts where possible: the
 machine is shared, so millisecond figures are noisy.
@@ -1530,8 +1532,7 @@ def scenario_ghost(run_: Run) -> None:
 
 def cli_has_key_flag(help_text: str) -> Optional[str]:
     """The one-shot's idempotency-key flag, when `outatime timers add --help` has one."""
-    m = re.search(r"(--idempotency-key|--key)\b", help_text)
-    return m.group(1) if m and "idempot" in help_text.lower() else None
+    return "--idempotency-key" if re.search(r"--idempotency-key\b", help_text) else None
 
 
 def scenario_oneshots(run_: Run) -> None:
