@@ -1608,6 +1608,8 @@ def scenario_oneshots(run_: Run) -> None:
         for status, event, first in tries:
             statuses[status] += 1
             applied = by_event.get(event, 0) > 0
+            if status not in (0, EXIT_REFUSED, EXIT_UNREACHABLE, EXIT_USAGE):
+                unknown += 1
             if key_flag:
                 # Same event and key every try: only a success can be checked against the store.
                 if status == 0 and not applied:
@@ -1617,8 +1619,6 @@ def scenario_oneshots(run_: Run) -> None:
                 lies.append((i, status, f"exit 0, {by_event.get(event, 0)} timers"))
             elif status in (EXIT_UNREACHABLE, EXIT_REFUSED) and applied:
                 lies.append((i, status, f"'{first}' but the timer was added"))
-            elif status not in (0, EXIT_REFUSED, EXIT_UNREACHABLE, EXIT_USAGE):
-                unknown += 1
     f = run_.out.figures.setdefault("oneshots", {})
     f.update(commands=a.oneshots, attempts=sum(len(x) for x in attempts.values()), rounds=rounds,
              statuses={str(k): v for k, v in sorted(statuses.items())}, timers_after=len(timers),
