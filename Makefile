@@ -119,6 +119,7 @@ test: deps test-deps ## Build and run every test
 	$(MAKE) test-python
 	$(MAKE) test-install
 	$(MAKE) test-cluster
+	$(MAKE) wan-quick
 
 test-python: build ## Run the Python client's tests against the server
 	python3 -m unittest discover -s clients/python/tests -v
