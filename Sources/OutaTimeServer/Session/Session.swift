@@ -141,7 +141,7 @@ final class Session {
     var requestsInWindow = 0
     /// Per channel, what waits for the output to drain: the newest tick
     /// (conflation; see ``queueTick(_:channel:)``) and the count of
-    /// `message` pushes dropped (``queueMessage(_:channel:)``). Empty while
+    /// `message` pushes dropped (``queueMessage(_:channel:backlog:)``). Empty while
     /// the connection keeps up.
     private(set) var held: [String: HeldPushes] = [:]
 
@@ -219,20 +219,21 @@ final class Session {
     /// `dropped` push when the output drains, or before the channel's next
     /// message that is queued, whichever comes first. Returns true when
     /// the message was queued.
+    /// `backlog` is ``ServerConfig/tickBacklogBytes``, read once per broadcast.
     @inline(__always)
-    func queueMessage(_ frame: Frame, channel: String) -> Bool {
+    func queueMessage(_ frame: Frame, channel: String, backlog: Int) -> Bool {
         guard !isSealed, state.isReady else { return false }
-        if held.isEmpty, stream.bufferedByteCount < server.config.tickBacklogBytes {
+        if held.isEmpty, stream.bufferedByteCount < backlog {
             stream.enqueue(frame)
             if !isDirty { server.markDirty(self) }
             return true
         }
-        return queueMessageBackedUp(frame, channel: channel)
+        return queueMessageBackedUp(frame, channel: channel, backlog: backlog)
     }
 
-    /// ``queueMessage(_:channel:)`` while something is held or the output is long.
-    private func queueMessageBackedUp(_ frame: Frame, channel: String) -> Bool {
-        guard stream.bufferedByteCount < server.config.tickBacklogBytes else {
+    /// ``queueMessage(_:channel:backlog:)`` while something is held or the output is long.
+    private func queueMessageBackedUp(_ frame: Frame, channel: String, backlog: Int) -> Bool {
+        guard stream.bufferedByteCount < backlog else {
             held[channel, default: HeldPushes()].droppedMessages += 1
             server.counters.messagesDropped += 1
             releaseWhenDrained()
