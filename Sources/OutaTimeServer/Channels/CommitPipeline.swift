@@ -164,12 +164,20 @@ struct PendingReply {
     /// reply carries `seq`, and the commit stores the key with the event.
     var keyed: Keyed? = nil
 
-    /// A keyed command's key, action and result.
-    struct Keyed {
+    /// A keyed command's key, action and result. A class: one pointer in
+    /// every reply instead of three strings, as most commands carry no key
+    /// and replies are copied along the commit pipeline.
+    final class Keyed {
         let key: String
         let action: String
         /// The reply's result, encoded once.
         let result: RawJSON
+
+        init(key: String, action: String, result: RawJSON) {
+            self.key = key
+            self.action = action
+            self.result = result
+        }
 
         /// The result as kept for repeats: nil when larger than
         /// ``CommandKeys/maxResultBytes``.

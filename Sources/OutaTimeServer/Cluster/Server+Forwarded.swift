@@ -178,13 +178,14 @@ extension Server {
         let kind = name.kind.behaviour
         // Viewing (timers `start`/`stop`) belongs to the connection and
         // ends with it: run again on a new connection, it must apply.
-        if kind.viewerActions.contains(action) { idempotencyKey = nil }
+        let viewing = kind.viewerActions.contains(action)
+        if viewing { idempotencyKey = nil }
         guard let access = kind.actions[action] else { throw kind.unknownAction(action) }
         if access == .mutating && caller.role < .operate {
             throw ProtocolError(.forbidden,
                 "action '\(action)' changes the channel and needs role operate; this connection has role \(caller.role.rawValue)")
         }
-        if kind.viewerActions.contains(action), cluster.remote[key]?[caller.session] == nil {
+        if viewing, cluster.remote[key]?[caller.session] == nil {
             throw ProtocolError(.notSubscribed,
                 "'\(action)' works on this connection's views of '\(name)', which needs a subscription: subscribe to '\(name)' first")
         }

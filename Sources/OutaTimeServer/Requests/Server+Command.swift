@@ -17,13 +17,14 @@ extension Server {
         let kind = name.kind.behaviour
         // Viewing (timers `start`/`stop`) belongs to the connection and
         // ends with it: run again on a new connection, it must apply.
-        if kind.viewerActions.contains(action) { idempotencyKey = nil }
+        let viewing = kind.viewerActions.contains(action)
+        if viewing { idempotencyKey = nil }
         guard let access = kind.actions[action] else { throw kind.unknownAction(action) }
         if access == .mutating && session.role < .operate {
             throw ProtocolError(.forbidden,
                 "action '\(action)' changes the channel and needs role operate; this connection has role \(session.role.rawValue)")
         }
-        if kind.viewerActions.contains(action), !subscriptions.isSubscribed(session, to: name.description) {
+        if viewing, !subscriptions.isSubscribed(session, to: name.description) {
             throw ProtocolError(.notSubscribed,
                 "'\(action)' works on this connection's views of '\(name)', which needs a subscription: subscribe to '\(name)' first")
         }

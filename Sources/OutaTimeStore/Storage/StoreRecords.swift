@@ -53,7 +53,14 @@ public struct EventRecord: Sendable, Equatable {
     /// The keyed command (protocol §6.9, `idempotency_key`) that produced
     /// the event, stored with it so that a restart still recognises a
     /// repeat; nil for every other event. Not read back by ``Store/history(channel:after:through:limit:)``.
-    public var command: CommandKeyRecord?
+    public var command: CommandKeyRecord? {
+        get { commandBox?.record }
+        set { commandBox = newValue.map(CommandKeyBox.init) }
+    }
+    /// Boxed: one pointer in every record instead of three strings, as
+    /// almost no event has a keyed command and records are copied along
+    /// the whole durable path.
+    private var commandBox: CommandKeyBox?
 
     /// Creates a record from its fields.
     public init(channel: String, seq: Int64, event: String, data: JSONText, at: String,
@@ -65,6 +72,13 @@ public struct EventRecord: Sendable, Equatable {
         self.at = at
         self.command = command
     }
+}
+
+/// ``EventRecord/command``'s storage.
+private final class CommandKeyBox: Sendable, Equatable {
+    let record: CommandKeyRecord
+    init(_ record: CommandKeyRecord) { self.record = record }
+    static func == (lhs: CommandKeyBox, rhs: CommandKeyBox) -> Bool { lhs.record == rhs.record }
 }
 
 /// A command that carried an `idempotency_key` and produced a durable

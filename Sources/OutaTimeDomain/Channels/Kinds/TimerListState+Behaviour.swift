@@ -15,7 +15,7 @@ extension TimerListState {
     public static var kind: ChannelKind { .timers }
 
     /// `start` and `stop` make the connection a viewer of a countdown.
-    public static var viewerActions: Set<String> { ["start", "stop"] }
+    public static let viewerActions: Set<String> = ["start", "stop"]  // stored: read on every command
 
     /// An empty list.
     public static func initialState(now: Date) -> TimerListState { .initial }
