@@ -54,17 +54,29 @@ public struct ServerClock: Sendable, Equatable {
         }
     }
 
-    /// The offset used: the lower bound, once a round trip gave one — the
-    /// offset that makes what the server stamped the oldest it can be, as
-    /// issue 27 asks that old values never look live. Its error is the
-    /// request's one-way trip plus what is left of the 1 s precision once
-    /// pings landed at several phases of the server's second (the watcher
-    /// pings 1.1 s apart at first: ten pings leave about 0.1 s). A
-    /// congested downlink does not spoil it: the server stamps a ping when
-    /// it reads it, however long the reply then waits behind a snapshot.
-    /// Before any round trip, the upper bound (ages underestimated, never
-    /// invented); nil before the first sample.
-    public var offsetMs: Int64? { lowMs ?? highMs }
+    /// The offset used: the middle of the interval, but at most
+    /// ``maximumLeanMs`` above its lower bound; its upper bound while only
+    /// upper bounds are known (ages then underestimated, never invented);
+    /// nil before the first sample.
+    ///
+    /// Why: the lower bound comes from round trips and stays within about
+    /// 0.1 s once pings landed at several phases of the server's second
+    /// (the watcher pings 1.1 s apart at first), even on a congested
+    /// downlink — the server stamps a ping when it reads it, however long
+    /// the reply then waits behind a snapshot. The upper bound is tight on
+    /// a healthy link (a tick's `at` arrives within milliseconds) but
+    /// seconds loose on a congested one (every tick is late). So the
+    /// estimate errs by at most half the interval and at most 0.5 s toward
+    /// younger: a tick 3 s old still counts as at least 2.5 s old, and a
+    /// fresh one on a healthy link is not aged by the 1 s precision.
+    public var offsetMs: Int64? {
+        guard let highMs else { return nil }
+        guard let lowMs else { return highMs }
+        return lowMs + min((highMs - lowMs) / 2, Self.maximumLeanMs)
+    }
+
+    /// How far above the lower bound the estimate may lean (see ``offsetMs``).
+    public static let maximumLeanMs: Int64 = 500
 
     /// How old a value the server stamped `serverMs` is at our wall time
     /// `nowMs`: 0 when it looks to be from the future, nil without samples.
