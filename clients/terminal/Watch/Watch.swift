@@ -83,6 +83,10 @@ final class WatchSession {
     let jsonl: Bool
     /// What each panel was promised and when its data came.
     var liveness = WatchLiveness()
+    /// The server clock's offset from ours, to date ticks (WatchSession+ServerClock.swift).
+    var serverClock = ServerClock()
+    var clockPingsSent = 0
+    var nextClockPingAtMs: UInt64 = 0
     /// Re-judges staleness while nothing arrives (the connection itself
     /// probes a silent link: ``OutaTimeConnection/probeSentAtMs``).
     private var pulse: UV.Timer?
@@ -133,6 +137,7 @@ final class WatchSession {
         let pulse = UV.Timer(loop: loop)
         pulse.start(timeoutMs: Self.pulseMs, repeatMs: Self.pulseMs) { [unowned self] in
             loop.updateTime()
+            clockPingIfDue()
             evaluate()
         }
         self.pulse = pulse
@@ -157,6 +162,8 @@ final class WatchSession {
             switch state {
             case .ready:
                 board.selfSession = connection.hello?.session
+                restartClockPings()
+                clockPingIfDue()
                 if everConnected {
                     recovery = (Date(), 0, 0)
                     reviewTimers()
@@ -191,7 +198,7 @@ final class WatchSession {
         connection.onTick = { [unowned self] tick in
             line(json ? WatchJSON.tick(tick) : WatchLines.tick(tick))
             loop.updateTime()
-            liveness.ticked(tick.channel, nowMs: loop.now)
+            liveness.ticked(tick.channel, nowMs: loop.now, ageOnArrivalMs: ageOnArrival(tick))
             evaluate()
             emitShown(tick.channel)
             changed()

@@ -15,7 +15,9 @@
 //   {"type":"event","channel":C,"seq":S,"event":NAME,"replayed":BOOL}   (each event applied, in seq order)
 //   {"type":"link","live":BOOL,"age_ms":N,"why":WHY}                   (the connection's verdict changed)
 //   {"type":"freshness","channel":C,"live":BOOL,"age_ms":N,"why":WHY}  (a panel turned stale or live again)
-//      WHY: "disconnected", "silent_link", "ticks_late"; age_ms and why only when not live
+//      WHY: "disconnected", "silent_link", "ticks_late"; age_ms and why only when not live;
+//      age_ms is the age of the data shown: for a list, since the server's `at` of the tick
+//      shown (its age on arrival counts: "ticks_late" also when ticks come regularly but late)
 //   {"type":"shown","channel":C,"seq":S,"live":BOOL,"values":{…}}      (after each event, tick and sync of C)
 //      values: delorean {speed_mph, status, present_time, destination_time}
 //              timers   {running, timers: [{id, remaining_s, status}] (the first 20 rows)}

@@ -15,6 +15,10 @@ struct WatchLiveness {
         var sinceMs: UInt64 = 0
         /// When the tick shown arrived; nil when no tick is shown.
         var lastTickAtMs: UInt64?
+        /// How old the tick shown already was when it arrived (its `at`
+        /// against the server clock's estimate, ``ServerClock``); 0 when
+        /// unknown (a car's or a stopwatch's tick carries no time).
+        var tickAgeOnArrivalMs: UInt64 = 0
         /// The gap between ticks seen, smoothed: a server run with slower
         /// ticks than the default (`--delorean-tick-ms 500`) is not late.
         var observedGapMs: Double?
@@ -39,14 +43,15 @@ struct WatchLiveness {
         panels[channel] = panel
     }
 
-    /// A tick of `channel` arrived at `nowMs`.
-    mutating func ticked(_ channel: String, nowMs: UInt64) {
+    /// A tick of `channel` arrived at `nowMs`, already `ageOnArrivalMs` old.
+    mutating func ticked(_ channel: String, nowMs: UInt64, ageOnArrivalMs: UInt64 = 0) {
         var panel = panels[channel] ?? Panel(sinceMs: nowMs)
         if let last = panel.lastTickAtMs, nowMs > last, nowMs - last < 2_000 {
             let gap = Double(nowMs - last)
             panel.observedGapMs = panel.observedGapMs.map { $0 * 0.9 + gap * 0.1 } ?? gap
         }
         panel.lastTickAtMs = nowMs
+        panel.tickAgeOnArrivalMs = ageOnArrivalMs
         panels[channel] = panel
     }
 
@@ -61,6 +66,7 @@ struct WatchLiveness {
 
     /// The verdict on `channel`'s panel.
     func freshness(_ channel: String, link: LinkLiveness, nowMs: UInt64) -> Freshness {
-        Staleness.view(ticks: promise(channel), lastTickAtMs: panels[channel]?.lastTickAtMs, link: link, nowMs: nowMs)
+        Staleness.view(ticks: promise(channel), lastTickAtMs: panels[channel]?.lastTickAtMs,
+                       tickAgeOnArrivalMs: panels[channel]?.tickAgeOnArrivalMs ?? 0, link: link, nowMs: nowMs)
     }
 }
