@@ -157,6 +157,17 @@ struct ChannelMirrorTickTests {
         #expect(mirror.tickCadenceMs() == nil, "an idle stopwatch promises no ticks")
     }
 
+    @Test("a timer list synced from a snapshot with a running timer promises a tick a second (no countdown bases on the wire)")
+    func snapshotListPromisesTicks() throws {
+        let list = "timers/big"
+        var mirror = ChannelMirror(channel: list)
+        let timer: JSONValue = .object(["id": .int(1), "event": .string("Clock tower"), "location": .string(""),
+                                        "remaining_s": .int(86_399), "status": .string("running"), "viewers": .int(1)])
+        try Self.sync(&mirror, SubscribeResult(channel: list, kind: .timers, seq: 2, watchers: [],
+                                               state: .object(["timers": .array([timer]), "next_id": .int(2)])))
+        #expect(mirror.tickCadenceMs() == 1_000)
+    }
+
     @Test("the tick cadence follows the state: a car only while accelerating")
     func cadence() throws {
         var mirror = try Self.parkedCar()

@@ -142,11 +142,14 @@ extension OutaTimeConnection {
             link.bytesSinceInbound = 0
             link.lastInboundAt = loop.now
         }
+        if link.frameBytesSince == nil { link.frameBytesSince = loop.now }
         do {
             try link.decoder.feed(bytes) { body in
                 guard self.link === link else { return }
                 link.lastInboundAt = loop.now
                 lastFrameAtMs = loop.now
+                lastFrameTransferMs = loop.now &- min(link.frameBytesSince ?? loop.now, loop.now)
+                link.frameBytesSince = loop.now  // a next frame in these bytes
                 link.bytesSinceInbound = 0
                 let frame: IncomingFrame
                 do {
@@ -161,6 +164,7 @@ extension OutaTimeConnection {
             guard self.link === link else { return }
             drop(.protocolViolation("bad frame header: \(error)"))
         }
+        if self.link === link, link.decoder.bufferedByteCount == 0 { link.frameBytesSince = nil }
         // Any bytes answer a liveness probe, a frame still arriving too.
         link.lastBytesAt = loop.now
     }

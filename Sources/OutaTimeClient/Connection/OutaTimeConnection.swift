@@ -38,6 +38,10 @@ public final class OutaTimeConnection {
     /// any link; nil before the first. Views use it to tell how old what
     /// they show is (issue 27).
     public internal(set) var lastFrameAtMs: UInt64?
+    /// How long the last frame dispatched took to arrive, first byte to
+    /// last (ms): views count it in the age of the state a `subscribe`
+    /// result brings (issue 27: a snapshot 12 s late on a slow link).
+    public internal(set) var lastFrameTransferMs: UInt64 = 0
     /// Loop time (ms) of the liveness ping out after a silence, until
     /// anything arrives; nil while no probe is out (or not ready). Views
     /// treat the link as silent while it waits (issue 27).
@@ -251,6 +255,10 @@ final class Link {
     /// sign of life answers a liveness probe (a long frame on a slow link
     /// is still arriving).
     var lastBytesAt: UInt64
+    /// Loop time the first bytes of the frame now arriving came in; nil
+    /// between frames. How long a frame took to arrive is a lower bound of
+    /// the age of what it carries (a 300 KB snapshot on a 1 Mbit link: 2.4 s).
+    var frameBytesSince: UInt64?
     /// Loop time `hello` was sent (its reply is the first RTT sample).
     var helloSentAt: UInt64
     /// Loop time the ping in flight was sent.

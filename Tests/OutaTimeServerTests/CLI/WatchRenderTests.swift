@@ -83,6 +83,18 @@ struct WatchRenderTests {
         #expect(Self.screen(board, [Self.car: mirror])[1].contains("link silent 1.6 s"))
     }
 
+    @Test("a subscribe result that took 2.4 s to arrive (a 300 KB snapshot on 1 Mbit) is already that old: a running car's panel is stale at once")
+    func slowSnapshotIsOld() throws {
+        var liveness = WatchLiveness()
+        let mirror = try Self.secondTripStarted()
+        let link = LinkLiveness(isReady: true, lastFrameAtMs: 20_000)
+        liveness.stateChanged(Self.car, mirror: mirror, nowMs: 20_000, ageOnArrivalMs: 2_400)
+        #expect(liveness.freshness(Self.car, link: link, nowMs: 20_000) == .stale(ageMs: 2_400, why: .ticksLate))
+        var quick = WatchLiveness()
+        quick.stateChanged(Self.car, mirror: mirror, nowMs: 20_000, ageOnArrivalMs: 40)
+        #expect(quick.freshness(Self.car, link: link, nowMs: 20_000) == .live, "a snapshot that came at once is live")
+    }
+
     @Test("a panel's promise: stale when a running car's ticks stop, live again with the next; idle needs only the link")
     func livenessFollowsTicks() throws {
         var liveness = WatchLiveness()

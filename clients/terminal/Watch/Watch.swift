@@ -219,7 +219,7 @@ final class WatchSession {
                 self.recovery = recovery
                 board.connection = connectionLine(connection.state)
             }
-            stateChanged(sync.channel)
+            stateChanged(sync.channel, synced: true)
         }
         connection.onSubscriptionFailed = { [unowned self] channel, error in say("\(channel): \(error)") }
         connection.onServerError = { [unowned self] error in say("server: \(error.code): \(error.message)") }

@@ -33,11 +33,13 @@ struct WatchLiveness {
     /// The mirror of `channel` took an event or a `subscribe` result at
     /// `nowMs`: the promise follows its state. When the mirror dropped its
     /// tick (an event past it), the data shown is the new state, as of now.
-    mutating func stateChanged(_ channel: String, mirror: ChannelMirror?, nowMs: UInt64) {
+    /// `ageOnArrivalMs`: how old the state already was when it arrived (a
+    /// `subscribe` result's transfer time), counted against the promise.
+    mutating func stateChanged(_ channel: String, mirror: ChannelMirror?, nowMs: UInt64, ageOnArrivalMs: UInt64 = 0) {
         var panel = panels[channel] ?? Panel()
         panel.cadenceMs = mirror?.tickCadenceMs(deloreanTickMs: deloreanTickMs, lapTickMs: lapTickMs)
         if mirror?.lastTick == nil {
-            panel.sinceMs = nowMs
+            panel.sinceMs = nowMs &- min(ageOnArrivalMs, nowMs)
             panel.lastTickAtMs = nil
         }
         panels[channel] = panel

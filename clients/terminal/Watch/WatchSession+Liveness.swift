@@ -23,10 +23,12 @@ extension WatchSession {
 
     /// How often staleness is judged again (and the ages on screen move on).
     static let pulseMs: UInt64 = 200
-    /// A channel's mirror took an event or a subscribe result.
-    func stateChanged(_ channel: String) {
+    /// A channel's mirror took an event or a subscribe result (`synced`:
+    /// then the time its frame took to arrive counts in the state's age).
+    func stateChanged(_ channel: String, synced: Bool = false) {
         loop.updateTime()
-        liveness.stateChanged(channel, mirror: connection.mirror(channel), nowMs: loop.now)
+        liveness.stateChanged(channel, mirror: connection.mirror(channel), nowMs: loop.now,
+                              ageOnArrivalMs: synced ? connection.lastFrameTransferMs : 0)
         evaluate()
         emitShown(channel)
         changed()
