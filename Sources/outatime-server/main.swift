@@ -80,6 +80,13 @@ struct OutaTimeServerCommand: ParsableCommand {
         One more is answered 503 and closed, so one address cannot take the slots others' /healthz needs.
         """, valueName: "n"))
     var httpMaxConnectionsPerAddress = 16
+
+    @Option(help: ArgumentHelp("""
+        Serve the board (GET / and /web/*, on --http) from this folder instead of the copy built into \
+        the binary: for developing clients/web/ (reload the page to see an edit). Only files under DIR \
+        are served.
+        """, valueName: "dir"))
+    var webRoot: String?
     @Option(name: .customLong("proxy-from"), help: ArgumentHelp("""
         Trust PROXY protocol headers (v1 or v2: haproxy 'send-proxy' / 'send-proxy-v2') from this \
         balancer address or CIDR network (10.0.0.5, 10.0.0.0/8, 2001:db8::/32); repeat for several. \
@@ -289,6 +296,7 @@ struct OutaTimeServerCommand: ParsableCommand {
         config.maxChannelsPerToken = maxChannelsPerToken
         config.httpPublic = httpPublic
         config.maxHTTPConnectionsPerAddress = httpMaxConnectionsPerAddress
+        config.webRoot = webRoot
         config.maxChannelItems = maxChannelItems
         config.maxFailedHellos = maxFailedHellos
         config.maxFailedHelloDelayMs = maxFailedHelloDelayMs

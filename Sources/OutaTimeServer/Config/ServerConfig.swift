@@ -118,6 +118,10 @@ public struct ServerConfig: Sendable {
     /// Allow the HTTP listener on a non-loopback address (`--http-public`):
     /// `/metrics` names the server's load and limits to whoever connects.
     public var httpPublic = false
+    /// Serve the board's files (`GET /`, `/web/*`) from this folder instead
+    /// of the copies built into the binary (`--web-root`, for developing
+    /// `clients/web/`); nil: the built-in ones.
+    public var webRoot: String? = nil
     /// A connection that has not sent `hello` within this time is closed.
     /// For TLS, the handshake counts within this time.
     public var helloTimeoutMs = 10_000
@@ -313,6 +317,11 @@ public struct ServerConfig: Sendable {
             throw ConfigError(message: "refusing --http on non-loopback address \(http.host): /metrics, /healthz and "
                 + "/readyz would answer anyone who can connect (the server's load, limits and version). Keep it on "
                 + "127.0.0.1 (--http 127.0.0.1:9090, or a bare port), or pass --http-public to accept that.")
+        }
+        if let webRoot {
+            var isFolder: ObjCBool = false
+            try require(FileManager.default.fileExists(atPath: webRoot, isDirectory: &isFolder) && isFolder.boolValue,
+                        "--web-root \(webRoot) is not a folder; give the folder that holds index.html (clients/web)")
         }
         try require(plainListener || tlsPort != nil, "--no-plain needs a TLS listener (--tls-port, --tls-cert, --tls-key)")
         try require(tlsHandshakesPerIteration >= 1, "tlsHandshakesPerIteration \(tlsHandshakesPerIteration) must be at least 1")

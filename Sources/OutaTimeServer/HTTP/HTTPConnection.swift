@@ -95,17 +95,30 @@ final class HTTPConnection {
 /// The bytes of one HTTP/1.1 response.
 struct HTTPResponse {
     var status: HTTPStatus
-    var body: String
+    var body: [UInt8]
     var contentType = "text/plain; charset=utf-8"
+    /// `no-store` for the server's own answers (live figures); the board's
+    /// files say `no-cache` (``Server/webResponse(_:)``).
+    var cacheControl = "no-store"
     var extraFields: [(String, String)] = []
+
+    init(status: HTTPStatus, body: String, contentType: String = "text/plain; charset=utf-8") {
+        self.init(status: status, bytes: Array(body.utf8), contentType: contentType)
+    }
+
+    init(status: HTTPStatus, bytes: [UInt8], contentType: String, cacheControl: String = "no-store") {
+        self.status = status
+        self.body = bytes
+        self.contentType = contentType
+        self.cacheControl = cacheControl
+    }
 
     /// Status line, fields and (unless `headOnly`) the body.
     func bytes(keepAlive: Bool, headOnly: Bool) -> [UInt8] {
-        let body = Array(self.body.utf8)
         var text = "HTTP/1.1 \(status.rawValue) \(status.reasonPhrase)\r\n"
         text += "Content-Type: \(contentType)\r\n"
         text += "Content-Length: \(body.count)\r\n"
-        text += "Cache-Control: no-store\r\n"
+        text += "Cache-Control: \(cacheControl)\r\n"
         for (name, value) in extraFields { text += "\(name): \(value)\r\n" }
         text += "Connection: \(keepAlive ? "keep-alive" : "close")\r\n\r\n"
         return Array(text.utf8) + (headOnly ? [] : body)

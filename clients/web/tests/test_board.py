@@ -1,0 +1,484 @@
+"""The board in a real browser against the real server (``make test-web``).
+
+Each test starts ``outatime-server --port 0 --http 0`` on a fresh database,
+opens the page the server serves in headless Chromium (Playwright, sync API)
+and drives or watches it beside the Python TCP client. Screenshots go to
+``.build/web-artifacts/`` (``$OUTATIME_WEB_ARTIFACTS``). Run from the
+repository root:
+
+    python3 -m unittest discover -s clients/web/tests -v
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+from pathlib import Path
+from typing import Any, Optional
+
+from harness import ARTIFACTS, REPO_ROOT, WAIT_MS, Server, launch_browser
+
+from playwright.sync_api import Page, sync_playwright
+
+FAST = ["--delorean-tick-ms", "10", "--lap-tick-ms", "50"]
+
+
+class BoardTestCase(unittest.TestCase):
+    """A browser for the class; a server, a browser context and a page per test."""
+
+    server_args: list[str] = FAST
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.playwright = sync_playwright().start()
+        try:
+            cls.browser = launch_browser(cls.playwright)
+        except Exception:
+            cls.playwright.stop()
+            raise
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.browser.close()
+        cls.playwright.stop()
+
+    def setUp(self) -> None:
+        self.tmp = Path(tempfile.mkdtemp(prefix="outatime-web-"))
+        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
+        self.server = self.start_server()
+        self.context = self.browser.new_context(viewport={"width": 1920, "height": 1080})
+        self.addCleanup(self.context.close)
+        self.context.set_default_timeout(WAIT_MS)
+        self.clients: list[Any] = []
+        self.addCleanup(self.close_clients)
+
+    def start_server(self, port: int = 0, http: int = 0) -> Server:
+        server = Server(self.tmp / "board.sqlite", self.tmp / "server.log", [*self.server_args, *self.extra_args()],
+                        port=port, http=http).start()
+        self.addCleanup(server.kill)
+        return server
+
+    def extra_args(self) -> list[str]:
+        return []
+
+    def close_clients(self) -> None:
+        for c in self.clients:
+            c.close()
+
+    def tcp(self, name: str = "tcp", **kw: Any) -> Any:
+        c = self.server.client(name, **kw)
+        self.clients.append(c)
+        return c
+
+    def open_board(self, fragment: str) -> Page:
+        page = self.context.new_page()
+        page.goto(self.server.url + "#" + fragment)
+        return page
+
+    def wait_live(self, page: Page, seq: Optional[int] = None) -> None:
+        """The page is connected and shows the channel (at `seq` when given)."""
+        page.wait_for_selector("#link[data-state=ready]")
+        if seq is None:
+            page.wait_for_function("document.querySelector('#board').dataset.seq !== ''")
+        else:
+            page.wait_for_function(f"document.querySelector('#board').dataset.seq === '{seq}'")
+
+    def shot(self, page: Page, name: str) -> Path:
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        path = ARTIFACTS / f"{name}.png"
+        page.screenshot(path=str(path))
+        return path
+
+
+class ServingTest(BoardTestCase):
+    """The page and its files from the binary, as a browser and as HTTP."""
+
+    def test_embedded_files_match_clients_web(self) -> None:
+        check = subprocess.run([sys.executable, str(REPO_ROOT / "tools" / "embed_web.py"), "--check"],
+                               capture_output=True, text=True, timeout=30)
+        self.assertEqual(check.returncode, 0, check.stderr)
+
+    def test_page_headers_head_and_unknown_files(self) -> None:
+        page, js, missing = (self.http("GET", "/"), self.http("GET", "/web/outatime.js"),
+                             self.http("GET", "/web/nope.js"))
+        self.assertEqual(page["status"], 200)
+        self.assertEqual(page["headers"]["content-type"], "text/html; charset=utf-8")
+        self.assertEqual(page["headers"]["cache-control"], "no-cache")
+        csp = page["headers"]["content-security-policy"]
+        self.assertIn("default-src 'self'", csp)
+        self.assertIn(f"connect-src 'self' ws://127.0.0.1:{self.server.http} wss://127.0.0.1:{self.server.http}", csp)
+        self.assertEqual(page["body"], (REPO_ROOT / "clients" / "web" / "index.html").read_bytes())
+        self.assertEqual(js["headers"]["content-type"], "text/javascript; charset=utf-8")
+        self.assertEqual(js["body"], (REPO_ROOT / "clients" / "web" / "outatime.js").read_bytes())
+        self.assertEqual(missing["status"], 404)
+        self.assertIn(b"/web/nope.js", missing["body"])
+        head = self.http("HEAD", "/web/style.css")
+        self.assertEqual(head["status"], 200)
+        self.assertEqual(head["headers"]["content-length"],
+                         str(len((REPO_ROOT / "clients" / "web" / "style.css").read_bytes())))
+        self.assertEqual(head["body"], b"")
+
+    def http(self, method: str, path: str) -> dict[str, Any]:
+        return raw_http(self.server.http, f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{self.server.http}\r\n"
+                        "Connection: close\r\n\r\n")
+
+
+class WebRootTest(BoardTestCase):
+    """``--web-root DIR``: files from disk, and nothing outside DIR."""
+
+    def extra_args(self) -> list[str]:
+        root = self.tmp / "web"
+        (root / "sub").mkdir(parents=True)
+        (root / "index.html").write_text("<p>from disk</p>")
+        (root / "sub" / "a.css").write_text("p{}")
+        (self.tmp / "secret.txt").write_text("secret")
+        (root / "link.txt").symlink_to(self.tmp / "secret.txt")
+        return ["--web-root", str(root)]
+
+    def test_serves_from_disk_and_refuses_traversal(self) -> None:
+        get = lambda path: raw_http(self.server.http, f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        self.assertEqual(get("/")["body"], b"<p>from disk</p>")
+        css = get("/web/sub/a.css")
+        self.assertEqual((css["status"], css["headers"]["content-type"], css["body"]), (200, "text/css; charset=utf-8", b"p{}"))
+        for path in ("/web/../secret.txt", "/web/sub/../../secret.txt", "/web/link.txt", "/web/.hidden", "/web/%2e%2e/secret.txt",
+                     "/web//etc/passwd", "/web/sub"):
+            answer = get(path)
+            self.assertEqual(answer["status"], 404, path)
+            self.assertNotIn(b"secret\n", answer["body"])
+
+
+class LiveBoardTest(BoardTestCase):
+    def test_1_delorean_trip_made_over_tcp_shows_88_mph_and_the_new_present(self) -> None:
+        page = self.open_board("channel=delorean/main")
+        self.wait_live(page, 0)
+        # Every speed the page draws, kept by an observer: 88 mph is shown for a tick only.
+        page.evaluate("""() => { window.speeds = [];
+            new MutationObserver(() => window.speeds.push(document.querySelector('#speed').textContent))
+              .observe(document.querySelector('#speed'), {childList: true, characterData: true, subtree: true}); }""")
+        tcp = self.tcp()
+        tcp.command("delorean/main", "set_destination", time="1985-10-26T01:21:00Z")
+        page.wait_for_selector("#circuit-destination[data-time='1985-10-26T01:21:00Z']")
+        present_before = page.get_attribute("#circuit-present", "data-time")
+        tcp.command("delorean/main", "travel")
+        page.wait_for_selector("#circuit-present[data-time='1985-10-26T01:21:00Z']")
+        page.wait_for_selector(f"#circuit-departed[data-time='{present_before}']")
+        speeds = page.evaluate("window.speeds")
+        self.assertIn("88 MPH", speeds)
+        self.assertEqual(page.text_content("#speed"), "0 MPH")
+        row = page.inner_text("#circuit-present")
+        for part in ("OCT", "26", "1985", "AM", "01", "21", "PRESENT TIME"):
+            self.assertIn(part, row)
+        self.assertEqual(page.get_attribute("#board", "data-seq"), "3")
+
+    def test_2_command_typed_in_the_page_reaches_a_tcp_subscriber(self) -> None:
+        page = self.open_board("channel=delorean/main")
+        self.wait_live(page, 0)
+        tcp = self.tcp()
+        tcp.subscribe("delorean/main")
+        page.fill(".controls input[name=time]", "1955-11-12T22:04")
+        page.click("text=SET DESTINATION TIME")
+        deadline = time.monotonic() + WAIT_MS / 1000
+        while True:
+            push = tcp.next_push(timeout=max(0.1, deadline - time.monotonic()))
+            if push.get("type") == "event":
+                break
+        self.assertEqual((push["channel"], push["event"], push["data"]),
+                         ("delorean/main", "destination_set", {"destination_time": "1955-11-12T22:04:00Z"}))
+        self.wait_live(page, push["seq"])
+
+
+class TokensTest(BoardTestCase):
+    WATCH = "board-watch-Qm7vX2kR9tL4wZ8pN3cF"
+    OPERATE = "board-operate-Y0bVs3cr3tMarty77"
+
+    def extra_args(self) -> list[str]:
+        tokens = self.tmp / "tokens.json"
+        tokens.write_text(json.dumps([
+            {"token": self.OPERATE, "name": "Marty", "role": "operate"},
+            {"token": self.WATCH, "name": "Lobby screen", "role": "watch"},
+        ]))
+        return ["--tokens", str(tokens)]
+
+    def test_3a_watch_token_shows_the_board_with_commands_disabled(self) -> None:
+        self.tcp(token=self.OPERATE).subscribe("delorean/main")  # a watch token creates no channel
+        page = self.open_board(f"channel=delorean/main&token={self.WATCH}")
+        self.wait_live(page, 0)
+        self.assertNotIn("token", page.evaluate("location.href"))
+        self.assertEqual(page.evaluate("sessionStorage.getItem('outatime.token')"), self.WATCH)
+        self.assertIn("watch", page.text_content("#link"))
+        for selector in ("text=SET DESTINATION TIME", "text=TRAVEL", ".controls input[name=time]", "#say button"):
+            self.assertTrue(page.is_disabled(selector), selector)
+        self.assertIn("Lobby screen", page.inner_text("#watchers"))
+
+    def test_3b_bad_token_shows_unauthorized_and_stops_retrying(self) -> None:
+        page = self.context.new_page()
+        sockets: list[Any] = []
+        page.on("websocket", lambda ws: sockets.append(ws))
+        page.goto(self.server.url + "#channel=delorean/main&token=not-a-token")
+        page.wait_for_selector("#link[data-state=unauthorized]")
+        self.assertEqual(page.text_content("#link-text"), "unauthorized")
+        self.assertTrue(page.is_visible("#login"))
+        page.wait_for_timeout(3_000)  # several backoff periods: no new socket
+        self.assertEqual(len(sockets), 1)
+        self.assertEqual(page.get_attribute("#link", "data-state"), "unauthorized")
+
+
+class RestartTest(BoardTestCase):
+    server_args = ["--delorean-tick-ms", "200"]  # a trip of 17.6 s: the server stops in the middle of it
+
+    def test_4_page_reconnects_after_a_restart_and_recovers_with_since(self) -> None:
+        page = self.open_board("channel=delorean/main")
+        self.wait_live(page, 0)
+        subscribes: list[dict[str, Any]] = []
+        page.on("websocket", lambda ws: ws.on("framesent", lambda f: record_subscribe(f, subscribes)))
+        tcp = self.tcp()
+        tcp.command("delorean/main", "set_destination", time="2015-10-21T16:29:00Z")
+        tcp.command("delorean/main", "travel")
+        page.wait_for_function("Number(document.querySelector('#board').dataset.speed) >= 2")
+        self.wait_live(page, 2)
+        tcp.close()
+        port, http_port = self.server.port, self.server.http
+        self.assertEqual(self.server.stop(), 0)
+        page.wait_for_selector("#link[data-state=reconnecting]")
+        self.server = self.start_server(port=port, http=http_port)
+        # At start the server parks the car: acceleration_aborted (seq 3), which the page must recover.
+        self.wait_live(page, 3)
+        self.assertEqual(page.get_attribute("#board", "data-recovered"), "events:1")
+        self.assertIn({"channel": "delorean/main", "since": 2}, subscribes)
+        self.assertEqual(page.text_content("#speed"), "0 MPH")
+        self.assertEqual(page.text_content("#car-status"), "PARKED")
+        self.assertEqual(page.get_attribute("#circuit-destination", "data-time"), "2015-10-21T16:29:00Z")
+
+
+class CrossOriginTest(BoardTestCase):
+    def test_5_a_page_from_another_origin_cannot_open_ws(self) -> None:
+        folder = self.tmp / "other"
+        folder.mkdir()
+        (folder / "index.html").write_text(f"""<!doctype html><script>
+            window.outcome = "pending";
+            const ws = new WebSocket("ws://127.0.0.1:{self.server.http}/ws");
+            ws.onopen = () => {{ window.outcome = "open"; }};
+            ws.onerror = () => {{ if (window.outcome === "pending") window.outcome = "error"; }};
+            ws.onclose = (e) => {{ window.closeCode = e.code; }};
+            </script>""")
+        other = start_static_server(folder)
+        self.addCleanup(other.server_close)
+        self.addCleanup(other.shutdown)
+        page = self.context.new_page()
+        errors: list[str] = []
+        page.on("websocket", lambda ws: ws.on("socketerror", lambda e: errors.append(str(e))))
+        page.goto(f"http://127.0.0.1:{other.server_address[1]}/index.html")
+        page.wait_for_function("window.outcome !== 'pending' && window.closeCode !== undefined")
+        self.assertEqual(page.evaluate("window.outcome"), "error")
+        self.assertEqual(page.evaluate("window.closeCode"), 1006)
+        # What the browser could not say: the server refused the handshake with 403.
+        answer = raw_http(self.server.http, websocket_upgrade(self.server.http, f"http://127.0.0.1:{other.server_address[1]}"))
+        self.assertEqual(answer["status"], 403)
+        if errors:
+            self.assertIn("403", " ".join(errors))
+        # The board's own origin is accepted.
+        self.assertEqual(raw_http(self.server.http, websocket_upgrade(self.server.http, f"http://127.0.0.1:{self.server.http}"))["status"], 101)
+
+
+class ScreenshotsTest(BoardTestCase):
+    server_args = ["--delorean-tick-ms", "10", "--lap-tick-ms", "100"]
+
+    def test_6_a_screenshot_of_each_kind(self) -> None:
+        tcp = self.tcp("Doc Brown")
+        tcp.command("delorean/main", "set_destination", time="1955-11-12T22:04:00Z")
+        tcp.command("delorean/main", "travel")
+        tcp.subscribe("delorean/main")
+        while tcp.next_push(timeout=10).get("event") != "time_travel":
+            pass
+        tcp.command("delorean/main", "set_destination", time="1985-10-26T01:21:00Z")
+
+        now = time.time()
+        iso = lambda t: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+        board = "starport/hill-valley"
+        tcp.command(board, "dispatch", model="SWingV2", path="AC", note="food and supplies", departs_at=iso(now - 3600))
+        tcp.command(board, "dispatch", model="TearDrop", path="B-D-E", departs_at=iso(now + 1800), note="medical")
+        tcp.command(board, "dispatch", model="SWingV3", path="EDCBA", departs_at=iso(now + 7200))
+        tcp.command(board, "dispatch", model="SWingV1", path="ABAB", departs_at=iso(now - 90000))
+        d = tcp.command(board, "dispatch", model="SWingV2", path="CE", departs_at=iso(now + 600))
+        tcp.command(board, "cancel", id=d["id"])
+
+        lst = "timers/1985.10.26"
+        tcp.subscribe(lst)
+        t1 = tcp.command(lst, "add", event="Lightning strikes the clock tower", location="Hill Valley", remaining_s=2 * 3600 + 17 * 60)
+        tcp.command(lst, "add", event="Enchantment Under the Sea", location="Hill Valley High", remaining_s=5400)
+        tcp.command(lst, "add", event="Marty leaves 1955", location="Courthouse square", remaining_s=0)
+        tcp.command(lst, "start", id=t1["id"])
+
+        laps = "laps/track_2"
+        tcp.command(laps, "start")
+        for _ in range(3):
+            time.sleep(0.4)
+            tcp.command(laps, "lap")
+
+        marty = self.tcp("Marty")
+        for channel in ("delorean/main", board, lst, laps):
+            marty.subscribe(channel)
+        marty.publish("delorean/main", {"text": "Doc, we have to go back!"})
+
+        shots = {}
+        page = self.context.new_page()
+        for channel in ("delorean/main", board, lst, laps):
+            page.goto(self.server.url + "#channel=" + channel)
+            page.wait_for_selector("#link[data-state=ready]")
+            page.wait_for_function("document.querySelector('#board').dataset.seq !== ''")
+            if channel == "delorean/main":
+                marty.publish("delorean/main", {"text": "Great Scott!"})
+                page.wait_for_selector("#messages li")
+            page.wait_for_timeout(1_200)  # countdowns and the lap clock move between ticks
+            kind = channel.split("/")[0]
+            shots[kind] = self.shot(page, f"board-{kind}")
+            self.assertGreater(shots[kind].stat().st_size, 10_000)
+        laptop = self.browser.new_page(viewport={"width": 1366, "height": 768})
+        self.addCleanup(laptop.close)
+        laptop.goto(self.server.url + "#channel=delorean/main")
+        laptop.wait_for_selector("#link[data-state=ready]")
+        self.shot(laptop, "board-delorean-laptop")
+        light = self.browser.new_page(viewport={"width": 1920, "height": 1080}, color_scheme="light")
+        self.addCleanup(light.close)
+        light.goto(self.server.url + "#channel=" + board)
+        light.wait_for_selector("#link[data-state=ready]")
+        light.wait_for_function("document.querySelector('#board').dataset.seq !== ''")
+        self.shot(light, "board-starport-light")
+        readme = os.environ.get("OUTATIME_README_SHOT")
+        if readme:  # `OUTATIME_README_SHOT=docs/img/board.png`: the README's picture, 1280×720
+            small = self.browser.new_page(viewport={"width": 1280, "height": 720})
+            self.addCleanup(small.close)
+            small.goto(self.server.url + "#channel=delorean/main")
+            small.wait_for_selector("#link[data-state=ready]")
+            small.wait_for_function("document.querySelector('#board').dataset.seq !== ''")
+            small.screenshot(path=str(REPO_ROOT / readme))
+
+
+class LatencyTest(BoardTestCase):
+    """Issue 28's browser figure: 50 commands by a TCP client, the new seq in the page vs a TCP subscriber.
+
+    Prints p50/p95/max for both; it asserts only that every seq arrived (the lead records the figures)."""
+
+    server_args: list[str] = []
+
+    def test_latency_of_50_commands_page_vs_tcp_subscriber(self) -> None:
+        channel = "delorean/latency"
+        sender = self.tcp("sender")
+        sender.subscribe(channel)  # creates it
+        page = self.open_board("channel=" + channel)
+        self.wait_live(page, 0)
+        page.evaluate("""() => { window.seen = {};
+            new MutationObserver(() => { const s = document.querySelector('#board').dataset.seq;
+                if (s && !(s in window.seen)) window.seen[s] = performance.timeOrigin + performance.now(); })
+              .observe(document.querySelector('#board'), {attributes: true, attributeFilter: ['data-seq']}); }""")
+        watcher = self.tcp("watcher")
+        watcher.subscribe(channel)
+        received: dict[int, float] = {}
+        done = threading.Event()
+
+        def read() -> None:
+            while len(received) < 50:
+                try:
+                    push = watcher.next_push(timeout=20)
+                except Exception:
+                    break
+                if push.get("type") == "event":
+                    received[push["seq"]] = time.time() * 1000
+            done.set()
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        sent: dict[int, float] = {}
+        for i in range(50):
+            at = time.time() * 1000
+            sender.command(channel, "set_destination", time=f"19{10 + i}-01-01T00:00:00Z")
+            sent[i + 1] = at
+        self.assertTrue(done.wait(20), "the TCP subscriber did not get 50 events")
+        page.wait_for_function("Object.keys(window.seen).length >= 50 || window.seen['50'] !== undefined")
+        seen = {int(k): v for k, v in page.evaluate("window.seen").items()}
+        page_ms = [seen[s] - sent[s] for s in sent if s in seen]
+        tcp_ms = [received[s] - sent[s] for s in sent]
+        self.assertEqual(len(tcp_ms), 50)
+        self.assertGreaterEqual(len(page_ms), 45)  # an observer batches seqs drawn in one task
+
+        def figures(values: list[float]) -> str:
+            v = sorted(values)
+            p95 = v[min(len(v) - 1, int(round(0.95 * len(v))) - 1)]
+            return f"p50 {statistics.median(v):.1f} ms, p95 {p95:.1f} ms, max {v[-1]:.1f} ms (n={len(v)})"
+
+        report = f"browser latency, 50 commands over TCP: page {figures(page_ms)}; TCP subscriber {figures(tcp_ms)}"
+        print("\n" + report, file=sys.stderr)
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        (ARTIFACTS / "latency.txt").write_text(report + "\n")
+
+
+# ---- helpers ---------------------------------------------------------------
+
+def record_subscribe(frame: Any, into: list[dict[str, Any]]) -> None:
+    payload = frame if isinstance(frame, str) else getattr(frame, "payload", frame)
+    try:
+        body = json.loads(payload)
+    except (TypeError, ValueError):
+        return
+    if body.get("type") == "subscribe":
+        into.append({k: body[k] for k in ("channel", "since") if k in body})
+
+
+def websocket_upgrade(port: int, origin: str) -> str:
+    return (f"GET /ws HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            f"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nOrigin: {origin}\r\n\r\n")
+
+
+def raw_http(port: int, request: str, timeout: float = 5.0) -> dict[str, Any]:
+    """Sends `request` as written and reads the answer's head (and body, by Content-Length)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.sendall(request.encode())
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        head, _, body = data.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        status = int(lines[0].split()[1])
+        headers = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        length = int(headers.get("content-length", "0"))
+        is_head = request.startswith("HEAD ")
+        while not is_head and status != 101 and len(body) < length:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            body += chunk
+        return {"status": status, "headers": headers, "body": body if not is_head else body[:0]}
+
+
+def start_static_server(folder: Path) -> http.server.ThreadingHTTPServer:
+    """A page from another origin: Python's http.server on another port."""
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *a: Any, **kw: Any) -> None:
+            super().__init__(*a, directory=str(folder), **kw)
+
+        def log_message(self, *a: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+if __name__ == "__main__":
+    unittest.main()
