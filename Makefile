@@ -46,7 +46,8 @@ MAN_DATE ?= $(shell git log -1 --format=%cs 2>/dev/null || date -u +%Y-%m-%d)
 # OpenSSL 3 for TLS (and the openssl command, which the TLS tests use),
 # libnats for cluster mode (NATS JetStream), haproxy for the tests that put
 # a balancer in front of the server.
-DEBIAN_PACKAGES := libuv1-dev libsqlite3-dev libssl-dev openssl libnats-dev haproxy
+# chromium for the browser tests of the board (`make test-web`).
+DEBIAN_PACKAGES := libuv1-dev libsqlite3-dev libssl-dev openssl libnats-dev haproxy chromium
 
 # Root installs directly; anyone else goes through sudo when it exists.
 SUDO := $(shell if [ "$$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then echo sudo; fi)
@@ -59,7 +60,7 @@ MAN_OUT := .build/man
 
 .DEFAULT_GOAL := help
 
-.PHONY: help deps test-deps build run test test-python test-install test-cluster crash-trials cluster-local cluster-trials wan-trials wan-quick release man install install-files uninstall fuzz bench-peers bench-commands clean
+.PHONY: help deps test-deps build run test test-python test-web test-install test-cluster crash-trials cluster-local cluster-trials wan-trials wan-quick release man install install-files uninstall fuzz bench-peers bench-commands clean
 
 help: ## List the targets
 	@echo "OutaTime — make targets:"
@@ -69,7 +70,7 @@ help: ## List the targets
 	@echo "           ARGS='extra server flags', e.g. make run ARGS='--log-level debug'"
 	@echo "           PREFIX=$(PREFIX) DESTDIR=$(DESTDIR) CONFIG=$(CONFIG) for install, e.g. sudo make install PREFIX=/opt/outatime"
 
-deps: ## Install the Debian packages libuv1-dev, libsqlite3-dev, libssl-dev, openssl, libnats-dev and haproxy if missing
+deps: ## Install the Debian packages libuv1-dev, libsqlite3-dev, libssl-dev, openssl, libnats-dev, haproxy and chromium if missing
 	@if command -v dpkg-query >/dev/null 2>&1; then \
 	  missing=""; \
 	  for p in $(DEBIAN_PACKAGES); do \
@@ -105,9 +106,10 @@ OLD_NATS_VERSION := 2.9.10-1+b3
 OLD_NATS_DIR := .build/nats-2.9.10
 OLD_NATS_SERVER := $(OLD_NATS_DIR)/usr/sbin/nats-server
 
-test-deps: ## Install what the tests need if missing: prometheus-client, wcwidth, nats-server 2.15.1 (pip), Debian's nats-server 2.9.10 (unpacked under .build)
+test-deps: ## Install what the tests need if missing: prometheus-client, wcwidth, nats-server 2.15.1, websockets and playwright (pip), Debian's nats-server 2.9.10 (unpacked under .build)
 	@python3 -c 'import prometheus_client, wcwidth' 2>/dev/null || python3 -m pip install --quiet $(PYTHON_TEST_PACKAGES)
 	@nats-server --version 2>/dev/null | grep -q 'v2.15.1' || python3 -m pip install --quiet --require-hashes -r tools/requirements-nats.txt
+	@python3 -c 'import playwright.sync_api, websockets' 2>/dev/null || python3 -m pip install --quiet --require-hashes -r tools/requirements-web.txt
 	@# Debian 12's nats-server 2.9.10, unpacked (not installed): cluster mode must refuse it (a test checks).
 	@[ -x $(OLD_NATS_SERVER) ] || { dir=$$(mktemp -d) && (cd $$dir && { apt-get download -q nats-server=$(OLD_NATS_VERSION) \
 	  || { $(SUDO) apt-get update -q && apt-get download -q nats-server=$(OLD_NATS_VERSION); }; }) \
@@ -117,12 +119,19 @@ test: deps test-deps ## Build and run every test
 	$(SWIFT) build --build-tests
 	$(SWIFT) test $(TEST_ARGS)
 	$(MAKE) test-python
+	$(MAKE) test-web
 	$(MAKE) test-install
 	$(MAKE) test-cluster
 	$(MAKE) wan-quick
 
 test-python: build ## Run the Python client's tests against the server
 	python3 -m unittest discover -s clients/python/tests -v
+
+# Where `test-web` leaves its screenshots (one per kind) and latency figures.
+WEB_ARTIFACTS ?= .build/web-artifacts
+
+test-web: build test-deps ## The board in headless Chromium (Playwright) against the server; screenshots in .build/web-artifacts
+	OUTATIME_WEB_ARTIFACTS=$(WEB_ARTIFACTS) timeout --foreground -k 10 300 python3 -m unittest discover -s clients/web/tests -v
 
 # Outside `swift test`: `make install` runs SwiftPM, which waits for the
 # build directory that a running `swift test` holds.

@@ -74,7 +74,7 @@ class Board {
     this.client = client;
     window.outatime = client;  // for the console and the browser tests
     client.addEventListener("status", (e) => this.onStatus(e.detail));
-    client.addEventListener("ready", () => { this.refreshList(); this.applyRole(); });
+    client.addEventListener("ready", () => { this.refreshList(); this.view?.reconnected?.(); this.applyRole(); });
     client.addEventListener("channel", (e) => { if (e.detail.channel === this.mirror) this.onChannel(e.detail); });
     client.addEventListener("tick", (e) => { if (e.detail.channel === this.mirror) this.view?.tick(this.mirror); });
     client.addEventListener("message", (e) => this.onMessage(e.detail.push));
@@ -149,7 +149,8 @@ class Board {
     document.body.dataset.role = role || "none";
     for (const control of document.querySelectorAll("[data-needs] :is(input, select, button, textarea)")) {
       const needs = control.closest("[data-needs]").dataset.needs;
-      control.disabled = needs === "operate" ? !operate : !live;
+      // data-off: a control its item does not allow (e.g. START on a finished timer), whatever the role.
+      control.disabled = (needs === "operate" ? !operate : !live) || control.dataset.off !== undefined;
     }
     for (const form of document.querySelectorAll("form[data-needs=operate]")) {
       form.title = operate ? "" : role === "watch" ? "Your token can only watch (role watch)" : "Not connected";
@@ -200,10 +201,19 @@ class Board {
     while (list.children.length > MAX_MESSAGES) list.lastChild.remove();
   }
 
+  /** Shows an error; the same one again only counts up (a server down fails every reconnect alike). */
   addProblem(code, message) {
     const list = $("problems");
     const time = new Date().toISOString().slice(11, 19);
-    list.prepend(el("li", { "data-code": code }, el("time", {}, time), el("code", {}, code), el("span", {}, message)));
+    const last = list.firstElementChild;
+    if (last && last.dataset.code === code && last.dataset.message === message) {
+      last.dataset.count = String(Number(last.dataset.count) + 1);
+      last.querySelector("time").textContent = time;
+      last.querySelector(".times").textContent = ` ×${last.dataset.count}`;
+      return;
+    }
+    list.prepend(el("li", { "data-code": code, "data-message": message, "data-count": 1 },
+      el("time", {}, time), el("code", {}, code), el("span", {}, message, el("b", { class: "times" }))));
     while (list.children.length > MAX_PROBLEMS) list.lastChild.remove();
   }
 

@@ -27,7 +27,8 @@ export class DeLoreanView extends View {
       this.rows[key] = { row, cells };
       circuits.append(row);
     }
-    this.speed = el("span", { class: "speed-value", id: "speed" }, "0 MPH");
+    this.speedNumber = el("span", { class: "speed-number" }, "0");
+    this.speed = el("span", { class: "speed-value", id: "speed" }, this.speedNumber, el("span", { class: "mph" }, " MPH"));
     this.gauge = el("div", { class: "gauge" }, el("div", { class: "gauge-fill" }));
     this.status = el("div", { class: "status", id: "car-status" }, "PARKED");
     const speedo = el("div", { class: "speedo" }, el("small", {}, "CURRENT SPEED"), this.speed, this.gauge, this.status);
@@ -59,7 +60,7 @@ export class DeLoreanView extends View {
   showSpeed(m) {
     const s = m.state;
     const speed = s.status === "accelerating" && m.tick && typeof m.tick.speed_mph === "number" ? m.tick.speed_mph : s.speed_mph;
-    setText(this.speed, `${speed} MPH`);
+    setText(this.speedNumber, String(speed));
     this.gauge.style.setProperty("--speed", String(speed / 88));
     this.root.dataset.speed = String(speed);
     setText(this.status, s.status === "accelerating" ? (speed >= 88 ? "88 MPH — TIME TRAVEL" : "ACCELERATING") : "PARKED");

@@ -50,14 +50,18 @@ export class TimersView extends View {
         remaining,
         el("div", { class: "state" }, t.status.toUpperCase(), t.status === "running" ? el("small", {}, ` · ${t.viewers || 1} viewing`) : ""),
         el("form", { class: "row-actions", "data-needs": "operate" },
-          el("button", { type: "button", onclick: () => this.toggle(t, viewing), disabled: t.status === "finished" },
+          el("button", { type: "button", onclick: () => this.toggle(t, viewing), "data-off": t.status === "finished" },
             viewing ? "STOP" : "START"),
           el("button", { type: "button", class: "quiet", onclick: () => this.ctx.command("remove", { id: t.id }) }, "REMOVE")));
+      this.list.append(row);
       this.rows.set(t.id, { row, remaining });
     }
     setText(this.more, timers.length > MAX_ROWS ? `+ ${timers.length - MAX_ROWS} more` : "");
     this.extrapolate();
   }
+
+  /** A new connection views nothing (viewing ends with the connection, PROTOCOL.md §14.3). */
+  reconnected() { this.viewing.clear(); }
 
   async toggle(t, viewing) {
     const result = await this.ctx.command(viewing ? "stop" : "start", { id: t.id });
