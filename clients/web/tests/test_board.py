@@ -186,7 +186,7 @@ class LiveBoardTest(BoardTestCase):
         tcp = self.tcp()
         tcp.subscribe("delorean/main")
         page.fill(".controls input[name=time]", "1955-11-12T22:04")
-        page.click("text=SET DESTINATION TIME")
+        page.click("button:text-is('SET DESTINATION TIME')")
         deadline = time.monotonic() + WAIT_MS / 1000
         while True:
             push = tcp.next_push(timeout=max(0.1, deadline - time.monotonic()))
@@ -216,7 +216,8 @@ class TokensTest(BoardTestCase):
         self.assertNotIn("token", page.evaluate("location.href"))
         self.assertEqual(page.evaluate("sessionStorage.getItem('outatime.token')"), self.WATCH)
         self.assertIn("watch", page.text_content("#link"))
-        for selector in ("text=SET DESTINATION TIME", "text=TRAVEL", ".controls input[name=time]", "#say button"):
+        for selector in ("button:text-is('SET DESTINATION TIME')", "button:text-is('TRAVEL')", ".controls input[name=time]",
+                         "#say input", "#say button"):
             self.assertTrue(page.is_disabled(selector), selector)
         self.assertIn("Lobby screen", page.inner_text("#watchers"))
 
@@ -252,6 +253,8 @@ class RestartTest(BoardTestCase):
         page.wait_for_selector("#link[data-state=reconnecting]")
         self.server = self.start_server(port=port, http=http_port)
         # At start the server parks the car: acceleration_aborted (seq 3), which the page must recover.
+        # The page's backoff grew while the server was down: allow for its longest pause.
+        page.wait_for_selector("#link[data-state=ready]", timeout=30_000)
         self.wait_live(page, 3)
         self.assertEqual(page.get_attribute("#board", "data-recovered"), "events:1")
         self.assertIn({"channel": "delorean/main", "since": 2}, subscribes)
@@ -295,9 +298,9 @@ class ScreenshotsTest(BoardTestCase):
 
     def test_6_a_screenshot_of_each_kind(self) -> None:
         tcp = self.tcp("Doc Brown")
+        tcp.subscribe("delorean/main")
         tcp.command("delorean/main", "set_destination", time="1955-11-12T22:04:00Z")
         tcp.command("delorean/main", "travel")
-        tcp.subscribe("delorean/main")
         while tcp.next_push(timeout=10).get("event") != "time_travel":
             pass
         tcp.command("delorean/main", "set_destination", time="1985-10-26T01:21:00Z")
