@@ -1,8 +1,9 @@
 // The board page: connects (outatime.js), shows one channel with its kind's view
 // (views/*.js), presence, messages and errors, and sends the view's commands.
-// The URL fragment says what to show: #channel=delorean/main; a link may also
-// carry #token=…, which moves into sessionStorage (this tab only) and out of
-// the address bar at once. Tokens are never put in a URL the page requests.
+// The URL fragment says what to show: #channel=delorean/main (add &wall for a
+// wall screen without forms); a link may also carry #token=…, which moves into
+// sessionStorage (this tab only) and out of the address bar at once. Tokens are
+// never put in a URL the page requests.
 
 import { OutaTimeClient, pageSocketURL } from "./outatime.js";
 import { KINDS } from "./kinds.js";
@@ -31,6 +32,8 @@ function readFragment() {
     const rest = params.toString();
     history.replaceState(null, "", location.pathname + location.search + (rest ? `#${rest}` : ""));
   }
+  // #…&wall: a wall screen — the board, who watches and messages, without forms.
+  document.body.dataset.wall = params.has("wall") ? "on" : "off";
   return params.get("channel") || DEFAULT_CHANNEL;
 }
 
@@ -45,7 +48,7 @@ class Board {
     $("picker").addEventListener("submit", (e) => {
       e.preventDefault();
       const name = $("channel-input").value.trim();
-      if (name) location.hash = `channel=${name}`;
+      if (name) location.hash = `channel=${name}${document.body.dataset.wall === "on" ? "&wall" : ""}`;
     });
     $("say").addEventListener("submit", (e) => {
       e.preventDefault();

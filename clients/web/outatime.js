@@ -22,6 +22,9 @@ const BACKOFF_FIRST_MS = 250;
 const BACKOFF_MAX_MS = 10_000;
 const BUSY_PAUSE_MS = 5_000;
 
+/** A WebSocket handshake that takes longer is given up (and retried). */
+const OPEN_TIMEOUT_MS = 10_000;
+
 /** A request that has no answer within this long fails (the link is probed meanwhile). */
 const REQUEST_TIMEOUT_MS = 15_000;
 
@@ -109,7 +112,15 @@ export class OutaTimeClient extends EventTarget {
     }
     this.ws = ws;
     let opened = false;
+    // A handshake that hangs (a server that accepts and never answers) is given up like a refused one.
+    const openTimer = setTimeout(() => {
+      if (opened || this.ws !== ws) return;
+      this.problem("connect_failed", `no answer from ${this.url} within ${OPEN_TIMEOUT_MS / 1000} s`);
+      this.teardown();
+      this.scheduleReconnect();
+    }, OPEN_TIMEOUT_MS);
     ws.onopen = () => {
+      clearTimeout(openTimer);
       opened = true;
       this.lastHeard = performance.now();
       this.sayHello();
@@ -120,6 +131,7 @@ export class OutaTimeClient extends EventTarget {
       if (!opened) this.problem("connect_failed", `could not open ${this.url} (server down, or it refused this page)`);
     };
     ws.onclose = (close) => {
+      clearTimeout(openTimer);
       if (this.ws !== ws) return;
       this.teardown();
       if (this.stopped) return;

@@ -133,6 +133,53 @@ class ServingTest(BoardTestCase):
                         "Connection: close\r\n\r\n")
 
 
+class KindVectorsTest(BoardTestCase):
+    """kinds.js, as the page loads it, against protocol/vectors/: the events of every successful case
+    applied to its state_before give its state_after (PROTOCOL.md §14.5)."""
+
+    def test_events_applied_in_the_browser_give_the_vectors_states(self) -> None:
+        page = self.context.new_page()
+        page.goto(self.server.url + "web/icon.svg")  # the server's origin, without starting the board
+        checked = 0
+        for kind in ("delorean", "starport", "timers", "laps"):
+            cases = json.loads((REPO_ROOT / "protocol" / "vectors" / f"{kind}.json").read_text())
+            runnable = [c for c in cases if c["expect"].get("ok") and "events" in c["expect"]
+                        and "state_after" in c["expect"] and c["expect"]["events"]]
+            outcome = page.evaluate("""async ([kind, cases, initial]) => {
+                const { applyEvent } = await import('/web/kinds.js');
+                return cases.map((c) => {
+                  let state = c.state_before ?? (kind === 'delorean' ? { ...initial, present_time: c.now.slice(0, 19) + 'Z' } : initial);
+                  for (const e of c.expect.events) state = applyEvent(kind, state, e.event, e.data, c.now);
+                  return { name: c.name, state };
+                });
+            }""", [kind, runnable, INITIAL_STATES[kind]])
+            for case, got in zip(runnable, outcome):
+                want, have = comparable(kind, case["expect"]["state_after"]), comparable(kind, got["state"])
+                self.assertEqual(have, want, f"{kind}: {case['name']}")
+                checked += 1
+        self.assertGreater(checked, 20)
+
+
+INITIAL_STATES = {
+    "delorean": {"present_time": None, "destination_time": None, "last_departed": None, "speed_mph": 0, "status": "parked"},
+    "starport": {"dispatches": []},
+    "timers": {"timers": []},
+    "laps": {"status": "idle", "lap_number": 0, "lap_elapsed_ms": 0, "total_elapsed_ms": 0, "laps": [],
+             "average_lap_ms": None, "best_lap_ms": None, "worst_lap_ms": None, "running_since": None},
+}
+
+
+def comparable(kind: str, state: dict[str, Any]) -> dict[str, Any]:
+    """What a client can know from events: a timer's viewer count only as zero or not (§14.3), and
+    `next_id` (which only the server needs) left out."""
+    state = json.loads(json.dumps(state))
+    if kind == "timers":
+        state.pop("next_id", None)
+        for t in state.get("timers", []):
+            t["viewers"] = bool(t.get("viewers"))
+    return state
+
+
 class WebRootTest(BoardTestCase):
     """``--web-root DIR``: files from disk, and nothing outside DIR."""
 
@@ -155,6 +202,15 @@ class WebRootTest(BoardTestCase):
             answer = get(path)
             self.assertEqual(answer["status"], 404, path)
             self.assertNotIn(b"secret\n", answer["body"])
+
+
+    def test_a_web_root_that_is_not_a_folder_is_refused_at_start(self) -> None:
+        from harness import SERVER_BIN
+        missing = self.tmp / "no-such-folder"
+        run = subprocess.run([str(SERVER_BIN), "--port", "0", "--http", "0", "--db", str(self.tmp / "other.sqlite"),
+                              "--web-root", str(missing)], capture_output=True, text=True, timeout=30)
+        self.assertNotEqual(run.returncode, 0)
+        self.assertIn(f"--web-root {missing} is not a folder", run.stderr)
 
 
 class LiveBoardTest(BoardTestCase):
