@@ -16,16 +16,16 @@ extension Server {
     func answerWebSocket(_ head: HTTPRequestHead, on connection: HTTPConnection) {
         let key: String
         switch webSocketAdmission(head, tls: false) {
-        case .success(let accepted):
+        case .accept(let accepted):
             key = accepted
-        case .failure(let refusal):
+        case .refuse(let refusal):
             counters.webSocketRefused += 1
             logger.debug("websocket upgrade refused", metadata: [
                 "status": "\(refusal.status.rawValue)", "reason": "\(refusal.body)", "peer": "\(connection.peerHost ?? "?")"])
             connection.send(refusal.bytes(keepAlive: false, headOnly: head.method == .head))
             return closeHTTP(connection)
         }
-        let upgrade = WebSocketHandshake.response(accept: WebSocketHandshake.accept(key: key, sha1: SHA1.digest))
+        let upgrade = WebSocketHandshake.response(accept: WebSocketHandshake.accept(key: key, sha1: { SHA1.digest($0) }))
         let host = connection.peerHost
         if let limit = connectionLimitReached(host: host) {
             return refuseWebSocket(connection, upgrade: upgrade, limit: limit, host: host)
@@ -45,7 +45,7 @@ extension Server {
 
     /// The key of an acceptable upgrade request, or the response refusing it
     /// (each names what was wrong and what is allowed).
-    func webSocketAdmission(_ head: HTTPRequestHead, tls: Bool) -> Result<String, HTTPResponse> {
+    func webSocketAdmission(_ head: HTTPRequestHead, tls: Bool) -> WebSocketAdmission {
         // Tokens travel in `hello` alone: a URL lands in logs, histories and
         // Referer headers.
         if let query = head.query {
@@ -54,32 +54,32 @@ extension Server {
                 ? "/ws takes no token in its URL: send it in the hello message ({\"type\":\"hello\",\"token\":…}), "
                     + "never in a URL or cookie (PROTOCOL.md, WebSocket transport)\n"
                 : "/ws takes no query (got \(String(query.prefix(100)).debugDescription)); the token goes in hello\n"
-            return .failure(HTTPResponse(status: .badRequest, body: message))
+            return .refuse(HTTPResponse(status: .badRequest, body: message))
         }
         guard case .running = phase else {
-            return .failure(HTTPResponse(status: .serviceUnavailable, body: "the server is \(phase.name): retry later\n"))
+            return .refuse(HTTPResponse(status: .serviceUnavailable, body: "the server is \(phase.name): retry later\n"))
         }
         let key: String
         switch WebSocketHandshake.validate(head) {
         case .success(let accepted):
             key = accepted
         case .failure(let refusal):
-            var response = HTTPResponse(status: refusal.status, body: refusal.reason + "\n")
-            response.extraFields = refusal.extraFields
-            return .failure(response)
+            var response = HTTPResponse(status: refusal.status, body: refusal.message + "\n")
+            response.extraFields = refusal.fields.map { ($0.name, $0.value) }
+            return .refuse(response)
         }
         if let listener = config.http, !tls, !ServerConfig.isLoopback(listener.host), !config.allowPlainHTTP {
-            return .failure(HTTPResponse(status: .forbidden, body: "/ws is not served on the non-loopback HTTP listener "
+            return .refuse(HTTPResponse(status: .forbidden, body: "/ws is not served on the non-loopback HTTP listener "
                 + "\(listener.host) without TLS: tokens and boards would cross the network in clear. Start the server "
                 + "with --allow-plain-http to accept that.\n"))
         }
         let scheme = tls ? "https" : "http"
         guard let hostField = head.field("host"), let own = WebOrigin(scheme: scheme, hostField: hostField) else {
-            return .failure(HTTPResponse(status: .badRequest, body: "the Host header \((head.field("host") ?? "").prefix(100).debugDescription) "
+            return .refuse(HTTPResponse(status: .badRequest, body: "the Host header \((head.field("host") ?? "").prefix(100).debugDescription) "
                 + "is not host[:port]\n"))
         }
         if tokens == nil, !own.isLoopback {
-            return .failure(HTTPResponse(status: .forbidden, body: "Host \(hostField.prefix(100).debugDescription) is not a loopback "
+            return .refuse(HTTPResponse(status: .forbidden, body: "Host \(hostField.prefix(100).debugDescription) is not a loopback "
                 + "name: without --tokens, /ws serves only pages loaded from localhost, 127.0.0.1 or [::1] (any "
                 + "port), so that another site cannot reach it by DNS rebinding. Start the server with --tokens FILE "
                 + "to serve other names.\n"))
@@ -88,12 +88,12 @@ extension Server {
             let origin = WebOrigin(originField)
             guard let origin, origin == own || config.httpAllowedOrigins.contains(origin) else {
                 let allowed = ([own] + config.httpAllowedOrigins).map(\.description).joined(separator: ", ")
-                return .failure(HTTPResponse(status: .forbidden, body: "origin \(originField.prefix(200).debugDescription) may "
+                return .refuse(HTTPResponse(status: .forbidden, body: "origin \(originField.prefix(200).debugDescription) may "
                     + "not open /ws: allowed are the page's own origin and those given with --http-allow-origin "
                     + "(\(allowed))\n"))
             }
         }
-        return .success(key)
+        return .accept(key: key)
     }
 
     /// A connection limit refuses the session: upgraded all the same, so
@@ -124,4 +124,10 @@ extension Server {
         connection.send(bytes)
         closeHTTP(connection)
     }
+}
+
+/// What `GET /ws` gets: the upgrade (with the request's key) or a refusal.
+enum WebSocketAdmission {
+    case accept(key: String)
+    case refuse(HTTPResponse)
 }

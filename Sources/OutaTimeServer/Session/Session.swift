@@ -438,6 +438,7 @@ final class Session {
 }
 
 extension Frame: ByteChunk {}
+extension WebSocketMessage: ByteChunk {}
 
 extension Optional {
     /// Sets the value; true if there was one (it was replaced).
