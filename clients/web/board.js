@@ -177,6 +177,7 @@ class Board {
     }
     if (m.watcherCount > 30) list.append(el("li", { class: "more" }, `+ ${m.watcherCount - 30} more`));
     const board = $("board");
+    board.dataset.channel = m.name;
     board.dataset.seq = m.seq ?? "";
     $("title").textContent = m.seq === null ? m.name : `${m.name} · seq ${m.seq}`;
     if (resynced && m.recovered) {

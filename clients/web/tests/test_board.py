@@ -85,13 +85,14 @@ class BoardTestCase(unittest.TestCase):
         page.goto(self.server.url + "#" + fragment)
         return page
 
-    def wait_live(self, page: Page, seq: Optional[int] = None) -> None:
-        """The page is connected and shows the channel (at `seq` when given)."""
+    def wait_live(self, page: Page, seq: Optional[int] = None, channel: Optional[str] = None) -> None:
+        """The page is connected and shows a channel's state (`channel`'s, at `seq`, when given)."""
         page.wait_for_selector("#link[data-state=ready]")
+        shown = f"[data-channel='{channel}']" if channel else ""
         if seq is None:
-            page.wait_for_function("document.querySelector('#board').dataset.seq !== ''")
+            page.wait_for_selector(f"#board{shown}[data-seq]:not([data-seq=''])", state="attached")
         else:
-            page.wait_for_function(f"document.querySelector('#board').dataset.seq === '{seq}'")
+            page.wait_for_selector(f"#board{shown}[data-seq='{seq}']", state="attached")
 
     def shot(self, page: Page, name: str) -> Path:
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -301,7 +302,7 @@ class RestartTest(BoardTestCase):
         tcp = self.tcp()
         tcp.command("delorean/main", "set_destination", time="2015-10-21T16:29:00Z")
         tcp.command("delorean/main", "travel")
-        page.wait_for_function("Number(document.querySelector('#board').dataset.speed) >= 2")
+        poll(page, "() => Number(document.querySelector('#board').dataset.speed) >= 2")
         self.wait_live(page, 2)
         tcp.close()
         port, http_port = self.server.port, self.server.http
@@ -337,7 +338,7 @@ class CrossOriginTest(BoardTestCase):
         errors: list[str] = []
         page.on("websocket", lambda ws: ws.on("socketerror", lambda e: errors.append(str(e))))
         page.goto(f"http://127.0.0.1:{other.server_address[1]}/index.html")
-        page.wait_for_function("window.outcome !== 'pending' && window.closeCode !== undefined")
+        poll(page, "() => window.outcome !== 'pending' && window.closeCode !== undefined")
         self.assertEqual(page.evaluate("window.outcome"), "error")
         self.assertEqual(page.evaluate("window.closeCode"), 1006)
         # What the browser could not say: the server refused the handshake with 403.
@@ -393,8 +394,7 @@ class ScreenshotsTest(BoardTestCase):
         page = self.context.new_page()
         for channel in ("delorean/main", board, lst, laps):
             page.goto(self.server.url + "#channel=" + channel)
-            page.wait_for_selector("#link[data-state=ready]")
-            page.wait_for_function("document.querySelector('#board').dataset.seq !== ''")
+            self.wait_live(page, channel=channel)
             if channel == "delorean/main":
                 marty.publish("delorean/main", {"text": "Great Scott!"})
                 page.wait_for_selector("#messages li")
@@ -402,25 +402,22 @@ class ScreenshotsTest(BoardTestCase):
             kind = channel.split("/")[0]
             shots[kind] = self.shot(page, f"board-{kind}")
             self.assertGreater(shots[kind].stat().st_size, 10_000)
-        laptop = self.browser.new_page(viewport={"width": 1366, "height": 768})
-        self.addCleanup(laptop.close)
-        laptop.goto(self.server.url + "#channel=delorean/main")
-        laptop.wait_for_selector("#link[data-state=ready]")
-        self.shot(laptop, "board-delorean-laptop")
-        light = self.browser.new_page(viewport={"width": 1920, "height": 1080}, color_scheme="light")
-        self.addCleanup(light.close)
-        light.goto(self.server.url + "#channel=" + board)
-        light.wait_for_selector("#link[data-state=ready]")
-        light.wait_for_function("document.querySelector('#board').dataset.seq !== ''")
-        self.shot(light, "board-starport-light")
+        # The same page (one browser's connections: the server lets one address hold 16 HTTP connections)
+        # in the light scheme, and on a laptop's screen.
+        page.emulate_media(color_scheme="light")
+        page.goto(self.server.url + "#channel=" + board)
+        self.wait_live(page, channel=board)
+        self.shot(page, "board-starport-light")
+        page.emulate_media(color_scheme="dark")
+        page.set_viewport_size({"width": 1366, "height": 768})
+        page.goto(self.server.url + "#channel=delorean/main")
+        self.wait_live(page, channel="delorean/main")
+        self.shot(page, "board-delorean-laptop")
         readme = os.environ.get("OUTATIME_README_SHOT")
         if readme:  # `OUTATIME_README_SHOT=docs/img/board.png`: the README's picture, 1280×720
-            small = self.browser.new_page(viewport={"width": 1280, "height": 720})
-            self.addCleanup(small.close)
-            small.goto(self.server.url + "#channel=delorean/main")
-            small.wait_for_selector("#link[data-state=ready]")
-            small.wait_for_function("document.querySelector('#board').dataset.seq !== ''")
-            small.screenshot(path=str(REPO_ROOT / readme))
+            page.set_viewport_size({"width": 1280, "height": 720})
+            page.wait_for_timeout(500)
+            page.screenshot(path=str(REPO_ROOT / readme))
 
 
 class LatencyTest(BoardTestCase):
@@ -463,7 +460,7 @@ class LatencyTest(BoardTestCase):
             sender.command(channel, "set_destination", time=f"19{10 + i}-01-01T00:00:00Z")
             sent[i + 1] = at
         self.assertTrue(done.wait(20), "the TCP subscriber did not get 50 events")
-        page.wait_for_function("Object.keys(window.seen).length >= 50 || window.seen['50'] !== undefined")
+        poll(page, "() => window.seen['50'] !== undefined", timeout=20.0)
         seen = {int(k): v for k, v in page.evaluate("window.seen").items()}
         page_ms = [seen[s] - sent[s] for s in sent if s in seen]
         tcp_ms = [received[s] - sent[s] for s in sent]
@@ -482,6 +479,19 @@ class LatencyTest(BoardTestCase):
 
 
 # ---- helpers ---------------------------------------------------------------
+
+def poll(page: Page, predicate: str, timeout: float = WAIT_MS / 1000) -> Any:
+    """Evaluates `predicate` (a JS function) until it is truthy. Not `wait_for_function`: Playwright polls
+    with `eval`, which the page's content security policy forbids (as it should)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = page.evaluate(predicate)
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not true within {timeout} s: {predicate}")
+        time.sleep(0.05)
+
 
 def record_subscribe(frame: Any, into: list[dict[str, Any]]) -> None:
     payload = frame if isinstance(frame, str) else getattr(frame, "payload", frame)
