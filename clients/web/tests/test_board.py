@@ -414,9 +414,14 @@ class ScreenshotsTest(BoardTestCase):
         self.wait_live(page, channel="delorean/main")
         self.shot(page, "board-delorean-laptop")
         readme = os.environ.get("OUTATIME_README_SHOT")
-        if readme:  # `OUTATIME_README_SHOT=docs/img/board.png`: the README's picture, 1280×720
+        if readme:  # `OUTATIME_README_SHOT=docs/img/board.png`: the README's picture, a wall screen at 1280×720
             page.set_viewport_size({"width": 1280, "height": 720})
-            page.wait_for_timeout(500)
+            page.goto(self.server.url + "#channel=delorean/main&wall")
+            page.reload()
+            self.wait_live(page, channel="delorean/main")
+            marty.publish("delorean/main", {"text": "Doc, we have to go back!"})
+            tcp.publish("delorean/main", {"text": "Great Scott!"})
+            page.wait_for_selector("#messages li:nth-child(2)")
             page.screenshot(path=str(REPO_ROOT / readme))
 
 

@@ -29,7 +29,7 @@ export class View {
    */
   form(title, fields, button, submit, { needs = "operate", cls = "" } = {}) {
     const form = el("form", { class: `command ${cls}`, "data-needs": needs, autocomplete: "off" },
-      el("h3", {}, title), ...fields, el("button", { type: "submit" }, button));
+      el("h3", {}, title), el("div", { class: "row" }, ...fields, el("button", { type: "submit" }, button)));
     form.addEventListener("submit", async (e) => {
       e.preventDefault();
       const values = Object.fromEntries(new FormData(form).entries());
