@@ -114,6 +114,7 @@ class Board {
     this.view = new View(board, {
       command: (action, args, label) => this.command(action, args, label),
       role: () => this.client.role,
+      drawn: () => this.applyRole(),  // a view redrew its controls by itself
     });
     this.mirror = this.client.watch(name);
     this.onChannel({ channel: this.mirror });

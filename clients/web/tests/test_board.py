@@ -82,8 +82,18 @@ class BoardTestCase(unittest.TestCase):
 
     def open_board(self, fragment: str) -> Page:
         page = self.context.new_page()
+        self.watch_errors(page)
         page.goto(self.server.url + "#" + fragment)
         return page
+
+    def watch_errors(self, page: Page) -> None:
+        """Collects the page's uncaught exceptions and console errors (CSP violations among them)."""
+        self.page_errors: list[str] = []
+        page.on("pageerror", lambda e: self.page_errors.append(f"exception: {e}"))
+        page.on("console", lambda m: self.page_errors.append(f"console: {m.text}") if m.type == "error" else None)
+
+    def assert_no_page_errors(self) -> None:
+        self.assertEqual(self.page_errors, [])
 
     def wait_live(self, page: Page, seq: Optional[int] = None, channel: Optional[str] = None) -> None:
         """The page is connected and shows a channel's state (`channel`'s, at `seq`, when given)."""
@@ -236,6 +246,7 @@ class LiveBoardTest(BoardTestCase):
         for part in ("OCT", "26", "1985", "AM", "01", "21", "PRESENT TIME"):
             self.assertIn(part, row)
         self.assertEqual(page.get_attribute("#board", "data-seq"), "3")
+        self.assert_no_page_errors()
 
     def test_2_command_typed_in_the_page_reaches_a_tcp_subscriber(self) -> None:
         page = self.open_board("channel=delorean/main")
@@ -252,6 +263,50 @@ class LiveBoardTest(BoardTestCase):
         self.assertEqual((push["channel"], push["event"], push["data"]),
                          ("delorean/main", "destination_set", {"destination_time": "1955-11-12T22:04:00Z"}))
         self.wait_live(page, push["seq"])
+
+
+class MovingBoardsTest(BoardTestCase):
+    """What moves between the server's ticks moves on the page's clock; the page's own buttons drive it."""
+
+    server_args = ["--lap-tick-ms", "1000"]  # a tick a second: finer steps on the page are its own
+
+    def test_lap_clock_runs_between_ticks_and_page_buttons_drive_the_stopwatch(self) -> None:
+        page = self.open_board("channel=laps/track_1")
+        self.wait_live(page, 0)
+        tcp = self.tcp()
+        tcp.subscribe("laps/track_1")
+        page.click("button:text-is('START')")
+        self.wait_live(page, 1)
+        shown = set()
+        for _ in range(8):  # 1.2 s: at most two ticks, yet the tenths move every 100 ms
+            shown.add(page.text_content("#lap-time"))
+            page.wait_for_timeout(150)
+        self.assertGreaterEqual(len(shown), 5, shown)
+        page.click("button:text-is('NEW LAP')")
+        self.wait_live(page, 2)
+        self.assertEqual(page.text_content("#lap-number"), "2")
+        self.assertEqual(page.locator(".laps tbody tr").count(), 1)
+        events = [p["event"] for p in tcp.pushes(timeout=0.5) if p.get("type") == "event"]
+        self.assertEqual(events[:2], ["started", "lap_completed"])
+        self.assert_no_page_errors()
+
+    def test_timer_started_in_the_page_counts_down(self) -> None:
+        tcp = self.tcp()
+        tcp.subscribe("timers/hv")
+        timer = tcp.command("timers/hv", "add", event="Clock tower", location="Hill Valley", remaining_s=600)
+        page = self.open_board("channel=timers/hv")
+        self.wait_live(page, 1)
+        card = f".timer[data-id='{timer['id']}']"
+        self.assertEqual(page.text_content(f"{card} .remaining"), "10:00")
+        page.click(f"{card} button:text-is('START')")
+        self.wait_live(page, 2)
+        page.wait_for_selector(f"{card}.running")
+        poll(page, f"() => document.querySelector(\"{card} .remaining\").textContent <= '09:58'", timeout=6.0)
+        self.assertEqual(page.text_content(f"{card} button:first-child"), "STOP")
+        page.click(f"{card} button:text-is('STOP')")
+        self.wait_live(page, 3)
+        page.wait_for_selector(f"{card}.stopped")
+        self.assert_no_page_errors()
 
 
 class TokensTest(BoardTestCase):
@@ -392,6 +447,7 @@ class ScreenshotsTest(BoardTestCase):
 
         shots = {}
         page = self.context.new_page()
+        self.watch_errors(page)
         for channel in ("delorean/main", board, lst, laps):
             page.goto(self.server.url + "#channel=" + channel)
             self.wait_live(page, channel=channel)
@@ -413,6 +469,7 @@ class ScreenshotsTest(BoardTestCase):
         page.goto(self.server.url + "#channel=delorean/main")
         self.wait_live(page, channel="delorean/main")
         self.shot(page, "board-delorean-laptop")
+        self.assert_no_page_errors()
         readme = os.environ.get("OUTATIME_README_SHOT")
         if readme:  # `OUTATIME_README_SHOT=docs/img/board.png`: the README's picture, a wall screen at 1280×720
             page.set_viewport_size({"width": 1280, "height": 720})

@@ -32,6 +32,7 @@ export class TimersView extends View {
 
   render(m) {
     this.clearFailure();
+    this.mirror = m;
     const now = performance.now();
     const timers = m.state.timers || [];
     // The state's remaining_s is as of the snapshot or the event that set it.
@@ -67,6 +68,9 @@ export class TimersView extends View {
     const result = await this.ctx.command(viewing ? "stop" : "start", { id: t.id });
     if (result) {
       if (viewing) this.viewing.delete(t.id); else this.viewing.add(t.id);
+      // The event came before this reply and was drawn without knowing this page now views the timer.
+      if (this.mirror) this.render(this.mirror);
+      this.ctx.drawn();
     }
   }
 
