@@ -251,8 +251,9 @@ class LiveBoardTest(BoardTestCase):
     def test_2_command_typed_in_the_page_reaches_a_tcp_subscriber(self) -> None:
         page = self.open_board("channel=delorean/main")
         self.wait_live(page, 0)
-        tcp = self.tcp()
+        tcp = self.tcp("Doc")
         tcp.subscribe("delorean/main")
+        page.wait_for_selector("#watchers li:has-text('Doc')")  # presence
         page.fill(".controls input[name=time]", "1955-11-12T22:04")
         page.click("button:text-is('SET DESTINATION TIME')")
         deadline = time.monotonic() + WAIT_MS / 1000
@@ -307,6 +308,43 @@ class MovingBoardsTest(BoardTestCase):
         self.wait_live(page, 3)
         page.wait_for_selector(f"{card}.stopped")
         self.assert_no_page_errors()
+
+
+class LinkTest(BoardTestCase):
+    """The client's side of the link: heartbeats keep a quiet page connected; a seq gap is recovered."""
+
+    server_args = ["--heartbeat-ms", "1000"]  # a connection silent for 2 s is closed (idle_timeout)
+
+    def test_a_quiet_page_keeps_its_connection_with_pings(self) -> None:
+        page = self.context.new_page()
+        self.watch_errors(page)
+        sockets: list[Any] = []
+        page.on("websocket", lambda ws: sockets.append(ws))
+        page.goto(self.server.url + "#channel=delorean/main")
+        self.wait_live(page, 0)
+        page.wait_for_timeout(5_000)  # 2.5 idle timeouts with nothing happening on the channel
+        self.assertEqual(page.get_attribute("#link", "data-state"), "ready")
+        self.assertEqual(len(sockets), 1)
+        self.assert_no_page_errors()
+
+    def test_a_seq_gap_is_recovered_with_since(self) -> None:
+        page = self.open_board("channel=delorean/main")
+        self.wait_live(page, 0)
+        tcp = self.tcp()
+        tcp.command("delorean/main", "set_destination", time="1985-10-26T01:21:00Z")
+        self.wait_live(page, 1)
+        # Events 2 and 3 happen; the page is handed event 3 alone first, as if 2 had been lost on the way.
+        tcp.command("delorean/main", "set_destination", time="1955-11-12T22:04:00Z")
+        tcp.command("delorean/main", "set_destination", time="2015-10-21T16:29:00Z")
+        self.wait_live(page, 3)
+        page.evaluate("""() => { const m = window.outatime.channels.get('delorean/main');
+            m.seq = 1; m.state = {...m.state, destination_time: '1985-10-26T01:21:00Z'};
+            window.outatime.receive(JSON.stringify({type: 'event', channel: 'delorean/main', seq: 3,
+              event: 'destination_set', data: {destination_time: '2015-10-21T16:29:00Z'}, at: '2026-01-01T00:00:00Z'})); }""")
+        page.wait_for_selector("#problems li[data-code=gap]")
+        self.wait_live(page, 3)
+        self.assertEqual(page.get_attribute("#board", "data-recovered"), "events:2")
+        self.assertEqual(page.get_attribute("#circuit-destination", "data-time"), "2015-10-21T16:29:00Z")
 
 
 class TokensTest(BoardTestCase):
