@@ -764,11 +764,11 @@ enum WebAssets {
             ICAgICAgdGhpcy5jdHguZHJhd24oKTsKICAgIH0KICB9CgogIHRpY2sobSwgZHJhdyA9IHRydWUpIHsKICAgIGNvbnN0IGF0ID0gbS50aWNrQXQgfHwgcGVy
             Zm9ybWFuY2Uubm93KCk7CiAgICBmb3IgKGNvbnN0IHsgaWQsIHJlbWFpbmluZ19zIH0gb2YgbS50aWNrPy50aW1lcnMgfHwgW10pIHRoaXMuYmFzZS5zZXQo
             aWQsIHsgcmVtYWluaW5nX3MsIGF0IH0pOwogICAgaWYgKGRyYXcpIHRoaXMuZXh0cmFwb2xhdGUoKTsKICB9CgogIGV4dHJhcG9sYXRlKCkgewogICAgY29u
-            c3Qgbm93ID0gcGVyZm9ybWFuY2Uubm93KCk7CiAgICBmb3IgKGNvbnN0IFtpZCwgYmFzZV0gb2YgdGhpcy5iYXNlKSB7CiAgICAgIGNvbnN0IHJvdyA9IHRo
-            aXMucm93cy5nZXQoaWQpOwogICAgICBpZiAoIXJvdykgY29udGludWU7CiAgICAgIC8vIE5ldmVyIHNob3dzIDAgYmVmb3JlIHRoZSBzZXJ2ZXIncyB0aW1l
-            cl9maW5pc2hlZDogdGhlIGxhc3Qgc2Vjb25kIHdhaXRzIGZvciBpdC4KICAgICAgY29uc3QgbGVmdCA9IE1hdGgubWF4KGJhc2UucmVtYWluaW5nX3MgPiAw
-            ID8gMSA6IDAsIGJhc2UucmVtYWluaW5nX3MgLSBNYXRoLmZsb29yKChub3cgLSBiYXNlLmF0KSAvIDEwMDApKTsKICAgICAgc2V0VGV4dChyb3cucmVtYWlu
-            aW5nLCBjbG9jayhsZWZ0KSk7CiAgICB9CiAgfQp9Cg==
+            c3Qgbm93ID0gcGVyZm9ybWFuY2Uubm93KCk7CiAgICBmb3IgKGNvbnN0IFtpZCwgcm93XSBvZiB0aGlzLnJvd3MpIHsgIC8vIG9ubHkgdGhlIGRyYXduIG9u
+            ZXM6IGEgbGlzdCBvZiB0aG91c2FuZHMgZHJhd3MgNjAKICAgICAgY29uc3QgYmFzZSA9IHRoaXMuYmFzZS5nZXQoaWQpOwogICAgICBpZiAoIWJhc2UpIGNv
+            bnRpbnVlOwogICAgICAvLyBOZXZlciBzaG93cyAwIGJlZm9yZSB0aGUgc2VydmVyJ3MgdGltZXJfZmluaXNoZWQ6IHRoZSBsYXN0IHNlY29uZCB3YWl0cyBm
+            b3IgaXQuCiAgICAgIGNvbnN0IGxlZnQgPSBNYXRoLm1heChiYXNlLnJlbWFpbmluZ19zID4gMCA/IDEgOiAwLCBiYXNlLnJlbWFpbmluZ19zIC0gTWF0aC5m
+            bG9vcigobm93IC0gYmFzZS5hdCkgLyAxMDAwKSk7CiAgICAgIHNldFRleHQocm93LnJlbWFpbmluZywgY2xvY2sobGVmdCkpOwogICAgfQogIH0KfQo=
             """),
         "views/view.js": WebAsset(contentType: "text/javascript; charset=utf-8", base64: """
             Ly8gV2hhdCBldmVyeSBraW5kJ3MgdmlldyBzaGFyZXM6IHRoZSBmYWlsdXJlIG5vdGljZSBhbmQgY29tbWFuZCBmb3Jtcy4KCmltcG9ydCB7IGVsLCBjbGVh

@@ -33,24 +33,35 @@ from playwright.sync_api import Page, sync_playwright
 FAST = ["--delorean-tick-ms", "10", "--lap-tick-ms", "50"]
 
 
+_BROWSER: dict[str, Any] = {}
+
+
+def setUpModule() -> None:
+    """One Chromium for the whole run (a launch costs seconds); each test gets its own context."""
+    playwright = sync_playwright().start()
+    try:
+        _BROWSER["browser"] = launch_browser(playwright)
+    except Exception:
+        playwright.stop()
+        raise
+    _BROWSER["playwright"] = playwright
+
+
+def tearDownModule() -> None:
+    if "browser" in _BROWSER:
+        _BROWSER.pop("browser").close()
+    if "playwright" in _BROWSER:
+        _BROWSER.pop("playwright").stop()
+
+
 class BoardTestCase(unittest.TestCase):
-    """A browser for the class; a server, a browser context and a page per test."""
+    """A server, a browser context and a page per test, in the module's browser."""
 
     server_args: list[str] = FAST
 
-    @classmethod
-    def setUpClass(cls) -> None:
-        cls.playwright = sync_playwright().start()
-        try:
-            cls.browser = launch_browser(cls.playwright)
-        except Exception:
-            cls.playwright.stop()
-            raise
-
-    @classmethod
-    def tearDownClass(cls) -> None:
-        cls.browser.close()
-        cls.playwright.stop()
+    @property
+    def browser(self) -> Any:
+        return _BROWSER["browser"]
 
     def setUp(self) -> None:
         self.tmp = Path(tempfile.mkdtemp(prefix="outatime-web-"))
