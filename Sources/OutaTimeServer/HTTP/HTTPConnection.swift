@@ -111,6 +111,9 @@ struct HTTPResponse {
     /// files say `no-cache` (``Server/webResponse(_:)``).
     var cacheControl = "no-store"
     var extraFields: [(String, String)] = []
+    /// False: the connection closes after this answer, whatever the request
+    /// asked (the board's files: ``Server/webResponse(_:)``).
+    var keepsAlive = true
 
     init(status: HTTPStatus, body: String, contentType: String = "text/plain; charset=utf-8") {
         self.init(status: status, bytes: Array(body.utf8), contentType: contentType)

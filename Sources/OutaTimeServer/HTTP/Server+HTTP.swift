@@ -127,8 +127,9 @@ extension Server {
                 counters.httpRequests += 1
                 answered += 1
                 if head.path == Self.webSocketPath { return answerWebSocket(head, on: connection) }
-                let keepAlive = head.keepsAlive && phase.acceptsHTTP
-                connection.send(route(head).bytes(keepAlive: keepAlive, headOnly: head.method == .head))
+                let response = route(head)
+                let keepAlive = head.keepsAlive && phase.acceptsHTTP && response.keepsAlive
+                connection.send(response.bytes(keepAlive: keepAlive, headOnly: head.method == .head))
                 connection.answered(at: loop.now)
                 if !keepAlive { return closeHTTP(connection) }
             case .refused(let refusal):

@@ -20,6 +20,11 @@ extension Server {
                 + "/, " + WebAssets.files.keys.sorted().map { "/web/\($0)" }.joined(separator: ", ") + "\n")
         }
         var response = HTTPResponse(status: .ok, bytes: file.bytes, contentType: file.contentType, cacheControl: "no-cache")
+        // Closed after each file: a browser loads a page over about five parallel connections and
+        // keeps them idle for the 10 s keep-alive, so with 16 per address
+        // (`--http-max-connections-per-address`) a third tab opened meanwhile got 503s for its
+        // scripts. A new connection per file costs a handshake, on a page loaded once.
+        response.keepsAlive = false
         response.extraFields.append(("X-Content-Type-Options", "nosniff"))
         if name == "index.html" {
             response.extraFields.append(("Content-Security-Policy", Self.webPolicy(host: head.field("host"))))
