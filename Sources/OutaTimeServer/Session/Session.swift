@@ -185,6 +185,7 @@ final class Session {
             stream.enqueue(frame)
             return frame.count
         }
+        if !frame.hasWebSocketMessage { server.counters.webSocketEncodes += 1 }
         let message = frame.webSocketMessage
         stream.enqueue(message)
         return message.count
