@@ -11,6 +11,7 @@ Python TCP client. Run from the repository root:
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 import unittest
 from typing import Any
@@ -149,6 +150,32 @@ class LinkTest(BoardTestCase):
         self.wait_live(page, 3)
         self.assertEqual(page.get_attribute("#board", "data-recovered"), "events:2")
         self.assertEqual(page.get_attribute("#circuit-destination", "data-time"), "2015-10-21T16:29:00Z")
+
+
+class SecureBoardTest(BoardTestCase):
+    """`--http-tls`: the page over https:// opens wss:// to its own server."""
+
+    def extra_args(self) -> list[str]:
+        self.cert, self.key = self.tmp / "cert.pem", self.tmp / "key.pem"
+        done = subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                               "-nodes", "-keyout", str(self.key), "-out", str(self.cert), "-days", "1",
+                               "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                              capture_output=True, text=True, timeout=30)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        return ["--http-tls", "--tls-cert", str(self.cert), "--tls-key", str(self.key)]
+
+    def test_page_over_https_uses_wss(self) -> None:
+        context = self.browser.new_context(ignore_https_errors=True)  # a throwaway certificate
+        context.set_default_timeout(WAIT_MS)
+        self.addCleanup(context.close)
+        page = context.new_page()
+        sockets: list[str] = []
+        page.on("websocket", lambda ws: sockets.append(ws.url))
+        page.goto(f"https://127.0.0.1:{self.server.http}/#channel=delorean/main")
+        self.wait_live(page, 0)
+        self.assertEqual(sockets, [f"wss://127.0.0.1:{self.server.http}/ws"])
+        self.tcp().command("delorean/main", "set_destination", time="1985-10-26T01:21:00Z")
+        page.wait_for_selector("#circuit-destination[data-time='1985-10-26T01:21:00Z']")
 
 
 class TokensTest(BoardTestCase):
