@@ -16,6 +16,10 @@ extension Server {
     func webResponse(_ head: HTTPRequestHead) -> HTTPResponse {
         let name = head.path == "/" ? "index.html" : String(head.path.dropFirst("/web/".count))
         guard let file = webFile(named: name) else {
+            if let root = config.webRoot {
+                return HTTPResponse(status: .notFound, body: "no file \(head.path.prefix(200)) under --web-root \(root) "
+                    + "(names of letters, digits, '.', '_', '-' and '/', no segment starting with '.')\n")
+            }
             return HTTPResponse(status: .notFound, body: "no file \(head.path.prefix(200)) in the board; its files: "
                 + "/, " + WebAssets.files.keys.sorted().map { "/web/\($0)" }.joined(separator: ", ") + "\n")
         }

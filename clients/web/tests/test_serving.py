@@ -135,6 +135,7 @@ class WebRootTest(BoardTestCase):
                      "/web//etc/passwd", "/web/sub"):
             answer = get(path)
             self.assertEqual(answer["status"], 404, path)
+            self.assertIn(b"under --web-root", answer["body"])
             self.assertNotIn(b"secret\n", answer["body"])
 
 
