@@ -1,7 +1,7 @@
 // OutaTime protocol client for browsers: one WebSocket to ws(s)://<page host>/ws,
-// one text message per protocol frame body (protocol/PROTOCOL.md, "WebSocket
-// transport"). It says hello, numbers requests, keeps each subscribed channel's
-// state in seq order (recovering gaps and reconnects with `since`), pings after
+// one text message per protocol frame body (protocol/PROTOCOL.md §1, "WebSocket
+// (GET /ws)"). It says hello, numbers requests, keeps each subscribed channel's
+// state in seq order (channels.js; it recovers gaps and reconnects with `since`), pings after
 // silence and takes a silent link for dead, reconnects with jittered exponential
 // backoff, and stops for good on the `bye`s that say not to come back.
 //
@@ -9,7 +9,9 @@
 // {channel} (its state, seq or watchers changed), "tick" {channel, data},
 // "message" {push}, "dropped" {push}, "problem" {code, message}, "bye" {reason}.
 
-import { applyEvent } from "./kinds.js";
+import { ChannelMirror } from "./channels.js";
+
+export { ChannelMirror };
 
 /** Protocol version this client speaks. */
 export const PROTOCOL = 1;
@@ -27,22 +29,6 @@ const OPEN_TIMEOUT_MS = 10_000;
 
 /** A request that has no answer within this long fails (the link is probed meanwhile). */
 const REQUEST_TIMEOUT_MS = 15_000;
-
-/** One subscribed channel as this client knows it. */
-export class ChannelMirror {
-  constructor(name) {
-    this.name = name;
-    this.kind = name.split("/")[0];
-    this.seq = null;          // the seq of `state`; null until the first snapshot
-    this.state = null;
-    this.watchers = [];       // [{session, name}]
-    this.watcherCount = 0;
-    this.tick = null;         // the latest tick since the last event, or null
-    this.tickAt = 0;          // performance.now() when it arrived
-    this.stateAt = 0;         // performance.now() when `state` was last set or changed
-    this.syncing = false;     // a (re)subscribe is in flight: pushes are covered by its answer
-  }
-}
 
 export class OutaTimeClient extends EventTarget {
   /**
@@ -330,59 +316,31 @@ export class OutaTimeClient extends EventTarget {
       return this.problem(error.code, `${mirror.name}: ${error.message}`);
     }
     if (this.channels.get(mirror.name) !== mirror) return;
-    mirror.failure = null;
-    mirror.kind = result.kind;
-    mirror.watchers = result.watchers || [];
-    mirror.watcherCount = result.watcher_count ?? mirror.watchers.length;
-    if (result.recovered === true) {
-      for (const ev of result.events || []) this.applyToMirror(mirror, ev);
-      mirror.recovered = { since: fields.since, events: (result.events || []).length };
-    } else {
-      mirror.state = result.state;
-      mirror.recovered = fields.since !== undefined ? { since: fields.since, events: null } : null;
-    }
-    mirror.seq = result.seq;
-    mirror.tick = null;
-    mirror.stateAt = performance.now();
-    mirror.syncing = false;
+    mirror.takeSubscribeResult(result, fields.since);
     this.dispatchEvent(new CustomEvent("channel", { detail: { channel: mirror, resynced: true } }));
-  }
-
-  applyToMirror(mirror, ev) {
-    mirror.state = applyEvent(mirror.kind, mirror.state, ev.event, ev.data || {}, ev.at);
-    mirror.seq = ev.seq;
-    mirror.lastEvent = { seq: ev.seq, event: ev.event, at: ev.at };
   }
 
   onEvent(push) {
     const mirror = this.channels.get(push.channel);
-    if (!mirror || mirror.syncing || mirror.seq === null) return; // the (re)subscribe answer covers it
-    if (push.seq <= mirror.seq) return;
-    if (push.seq > mirror.seq + 1) {
-      // A gap: events were missed. Fetch them (or a fresh state) and ignore pushes until then.
+    if (!mirror) return;
+    const outcome = mirror.takeEvent(push);
+    if (outcome === "gap") {
+      // Events were missed. Fetch them (or a fresh state); pushes wait for that answer.
       this.problem("gap", `${mirror.name}: expected seq ${mirror.seq + 1}, got ${push.seq}; recovering`);
       return this.resync(mirror);
     }
-    this.applyToMirror(mirror, push);
-    mirror.tick = null;  // a tick describes the state before this event (PROTOCOL.md §7)
-    mirror.stateAt = performance.now();
-    this.dispatchEvent(new CustomEvent("channel", { detail: { channel: mirror, event: push } }));
+    if (outcome === "applied") this.dispatchEvent(new CustomEvent("channel", { detail: { channel: mirror, event: push } }));
   }
 
   onTick(push) {
     const mirror = this.channels.get(push.channel);
-    if (!mirror || mirror.syncing || mirror.state === null) return;
-    mirror.tick = push.data || {};
-    mirror.tickAt = performance.now();
-    this.dispatchEvent(new CustomEvent("tick", { detail: { channel: mirror, data: mirror.tick } }));
+    if (mirror?.takeTick(push.data)) this.dispatchEvent(new CustomEvent("tick", { detail: { channel: mirror, data: mirror.tick } }));
   }
 
   onPresence(push) {
     const mirror = this.channels.get(push.channel);
     if (!mirror) return;
-    const left = new Set((push.left || []).map((w) => w.session));
-    mirror.watchers = mirror.watchers.filter((w) => !left.has(w.session)).concat(push.joined || []);
-    mirror.watcherCount = push.watcher_count ?? mirror.watchers.length;
+    mirror.takePresence(push);
     this.dispatchEvent(new CustomEvent("channel", { detail: { channel: mirror, presence: push } }));
   }
 }
