@@ -127,12 +127,6 @@ test: deps test-deps ## Build and run every test
 test-python: build ## Run the Python client's tests against the server
 	python3 -m unittest discover -s clients/python/tests -v
 
-# Where `test-web` leaves its screenshots (one per kind) and latency figures.
-WEB_ARTIFACTS ?= .build/web-artifacts
-
-test-web: build test-deps ## The board in headless Chromium (Playwright) against the server; screenshots in .build/web-artifacts
-	OUTATIME_WEB_ARTIFACTS=$(WEB_ARTIFACTS) timeout --foreground -k 10 300 python3 -m unittest discover -s clients/web/tests -v
-
 # Outside `swift test`: `make install` runs SwiftPM, which waits for the
 # build directory that a running `swift test` holds.
 test-install: ## Check `make install CONFIG=debug` into a temporary PREFIX (and DESTDIR), then `make uninstall`
@@ -140,6 +134,12 @@ test-install: ## Check `make install CONFIG=debug` into a temporary PREFIX (and 
 
 test-cluster: build test-deps ## Check `make cluster-local` end to end: 3 nats-servers (R3), the node, haproxy with PROXY, one client through it
 	python3 -m unittest discover -s tools/tests -p 'test_cluster_local.py' -v
+
+# Where `test-web` leaves its screenshots (one per kind) and latency figures.
+WEB_ARTIFACTS ?= .build/web-artifacts
+
+test-web: build test-deps ## The board in headless Chromium (Playwright) against the server; screenshots in .build/web-artifacts
+	OUTATIME_WEB_ARTIFACTS=$(WEB_ARTIFACTS) timeout --foreground -k 10 300 python3 -m unittest discover -s clients/web/tests -v
 
 crash-trials: build ## SIGKILL the server under load TRIALS times (default 10); checks no acknowledged event is lost
 	python3 tools/crash_trials.py --server $(SERVER_BIN) --trials $(TRIALS) $(CRASH_ARGS)
