@@ -99,6 +99,10 @@ class Board {
     this.view = null;
     const board = $("board");
     clear(board);
+    board.dataset.channel = name;
+    board.dataset.seq = "";
+    delete board.dataset.recovered;
+    delete board.dataset.speed;
     clear($("watchers"));
     clear($("messages"));
     $("watcher-count").textContent = "0";
