@@ -353,3 +353,41 @@ struct WebSocketDecoderTests {
         #expect(decoder.bufferedByteCount == 0)
     }
 }
+
+/// `feed`, the client's path (whole unmasked frames passed in place), against `append`/`next`.
+@Suite("WebSocket decoder feed")
+struct WebSocketDecoderFeedTests {
+    @Test("server frames fed in random chunks give the events of append/next (seeded)", arguments: [7, 8])
+    func feedMatchesNext(seed: UInt64) {
+        var generator = SeededGenerator(seed: seed)
+        var bytes: [UInt8] = []
+        for index in 0..<300 {
+            let length = [0, 3, 64, 125, 126, 700, 70_000][Int.random(in: 0..<7, using: &generator)]
+            let text = Array(String(repeating: index % 2 == 0 ? "é" : "x", count: length / 2 + 1).utf8)
+            switch Int.random(in: 0..<6, using: &generator) {
+            case 0: bytes += WebSocketFrame.encode(opcode: .ping, payload: Array(text.prefix(100)))
+            case 1:
+                var first = WebSocketFrame.encode(opcode: .text, payload: Array(text.prefix(3)))
+                first[0] &= 0x7F
+                bytes += first + WebSocketFrame.encode(opcode: .continuation, payload: Array(text.dropFirst(3)))
+            default: bytes += WebSocketFrame.encode(opcode: .text, payload: text)
+            }
+        }
+        bytes += WebSocketFrame.encode(opcode: .text, payload: [0xC0, 0x80])  // 1007 ends it
+        let expected = webSocketEvents(bytes, masked: false)
+        #expect(failureCode(expected) == 1007)
+        for _ in 0..<10 {
+            var decoder = WebSocketDecoder(maxMessageBytes: 1 << 20, requireMasked: false)
+            var events: [WebSocketEvent] = []
+            var offset = 0
+            while offset < bytes.count {
+                let end = min(bytes.count, offset + Int.random(in: 1...20_000, using: &generator))
+                Array(bytes[offset..<end]).withUnsafeBytes { chunk in
+                    decoder.feed(chunk, onText: { events.append(.text(Array($0))) }, onEvent: { events.append($0) })
+                }
+                offset = end
+            }
+            #expect(events == expected)
+        }
+    }
+}
