@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import OutaTimeProtocol
 import UV
 
@@ -16,6 +17,10 @@ final class LoadConnection {
     nonisolated(unsafe) static var transport = LoadTransport.tcp
     /// The WebSocket path and the host name for `Host` (`--ws-path`, `--host`).
     nonisolated(unsafe) static var webSocketTarget = (path: "/ws", host: "127.0.0.1")
+    /// Connections of the run that got ready (connected; with WebSocket,
+    /// upgraded), over every loop: each report says how many, and over
+    /// which transport (``Report``).
+    static let opened = Atomic<Int>(0)
 
     /// TLS for every connection of the run (`--tls`): set once by
     /// ``LoadOptions/prepareRun()`` before any loop starts, then only read.
@@ -91,6 +96,7 @@ final class LoadConnection {
                 stream.enqueue(OwnedBytes(webSocket.request))
                 stream.flush()
             } else {
+                Self.opened.add(1, ordering: .relaxed)
                 connected()
             }
         }
@@ -184,6 +190,7 @@ final class LoadConnection {
         case .upgraded:
             let connected = whenUpgraded
             whenUpgraded = nil
+            Self.opened.add(1, ordering: .relaxed)
             connected?()
         case .failed(let reason):
             fail(reason)
