@@ -1,3 +1,4 @@
+import OutaTimeServer
 import OutaTimeTestSupport
 import Foundation
 import Testing
