@@ -3,6 +3,7 @@ browser-latency figures of issue 28 (``make test-web``)."""
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
 import sys
@@ -100,9 +101,10 @@ class ScreenshotsTest(BoardTestCase):
 
 
 class LatencyTest(BoardTestCase):
-    """Issue 28's browser figure: 50 commands by a TCP client, the new seq in the page vs a TCP subscriber.
+    """Issue 28's browser figure: 50 commands by a TCP client, the new seq in the page vs a TCP subscriber
+    (and a /ws subscriber without a browser).
 
-    Prints p50/p95/max for both; it asserts only that every seq arrived (the lead records the figures)."""
+    Prints p50/p95/max for each; it asserts only that every seq arrived (the lead records the figures)."""
 
     server_args: list[str] = []
 
@@ -131,6 +133,29 @@ class LatencyTest(BoardTestCase):
                     received[push["seq"]] = time.time() * 1000
             done.set()
 
+        # A third subscriber over /ws without a browser (the websockets library): tells the
+        # WebSocket path's share from the browser's.
+        from websockets.sync.client import connect
+        ws = connect(f"ws://127.0.0.1:{self.server.http}/ws", open_timeout=10)
+        self.addCleanup(ws.close)
+        ws.send(json.dumps({"type": "hello", "id": 1, "protocol": 1, "name": "ws watcher"}))
+        ws.send(json.dumps({"type": "subscribe", "id": 2, "channel": channel}))
+        while json.loads(ws.recv(timeout=10)).get("id") != 2:
+            pass
+        over_ws: dict[int, float] = {}
+        ws_done = threading.Event()
+
+        def read_ws() -> None:
+            while len(over_ws) < 50:
+                try:
+                    push = json.loads(ws.recv(timeout=20))
+                except Exception:
+                    break
+                if push.get("type") == "event":
+                    over_ws[push["seq"]] = time.time() * 1000
+            ws_done.set()
+
+        threading.Thread(target=read_ws, daemon=True).start()
         reader = threading.Thread(target=read, daemon=True)
         reader.start()
         sent: dict[int, float] = {}
@@ -139,6 +164,7 @@ class LatencyTest(BoardTestCase):
             sender.command(channel, "set_destination", time=f"19{10 + i}-01-01T00:00:00Z")
             sent[i + 1] = at
         self.assertTrue(done.wait(20), "the TCP subscriber did not get 50 events")
+        self.assertTrue(ws_done.wait(20), "the /ws subscriber did not get 50 events")
         poll(page, "() => window.seen['50'] !== undefined", timeout=20.0)
         seen = {int(k): v for k, v in page.evaluate("window.seen").items()}
         page_ms = [seen[s] - sent[s] for s in sent if s in seen]
@@ -151,7 +177,9 @@ class LatencyTest(BoardTestCase):
             p95 = v[min(len(v) - 1, int(round(0.95 * len(v))) - 1)]
             return f"p50 {statistics.median(v):.1f} ms, p95 {p95:.1f} ms, max {v[-1]:.1f} ms (n={len(v)})"
 
-        report = f"browser latency, 50 commands over TCP: page {figures(page_ms)}; TCP subscriber {figures(tcp_ms)}"
+        ws_ms = [over_ws[s] - sent[s] for s in sent]
+        report = (f"browser latency, 50 commands over TCP: page {figures(page_ms)}; TCP subscriber {figures(tcp_ms)}; "
+                  f"/ws subscriber (Python websockets) {figures(ws_ms)}")
         print("\n" + report, file=sys.stderr)
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         (ARTIFACTS / "latency.txt").write_text(report + "\n")
