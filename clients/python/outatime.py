@@ -495,13 +495,24 @@ class _WebSocketLink(_Link):
 
     def read_frame(self, wait: float) -> Optional[Union[bytes, str]]:
         from websockets import exceptions as wsx
+        from websockets.protocol import State
         try:
-            message = self.conn.recv(timeout=max(0.0, wait))
-        except TimeoutError:
-            self._note_arrivals()
-            return None
+            try:
+                message = self.conn.recv(timeout=max(0.0, wait))
+            except TimeoutError:
+                self._note_arrivals()
+                if self.conn.state is State.OPEN:
+                    return None
+                # A Close arrived and nothing can follow it. The library
+                # waits for the server to end the TCP connection (RFC 6455
+                # §7.1.1) without a bound: end it here, then take the
+                # close code and reason.
+                self.sock.shutdown(socket.SHUT_RDWR)
+                message = self.conn.recv(timeout=self.CLOSE_TIMEOUT)
         except wsx.ConnectionClosed as exc:
             raise self._closed(exc, "reading") from exc
+        except (TimeoutError, OSError) as exc:
+            raise ConnectionClosed("connection_closed", f"reading failed after a Close: {exc}") from exc
         if self.counting is None:
             self.last_received = time.monotonic()
         self._note_arrivals()

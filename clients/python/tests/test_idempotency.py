@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_client import ServerTestCase  # noqa: E402
+from test_client import ServerTestCase, tcp_only  # noqa: E402
 
 from outatime import Client, OutaTimeError, OutcomeUnknown  # noqa: E402
 
@@ -172,6 +172,7 @@ class IdempotencyTest(ServerTestCase):
         self.assertEqual(ctx.exception.code, "invalid_request")
         self.assertIn("idempotency_key", ctx.exception.message)
 
+    @tcp_only("the cutting relay reads length-prefixed frames")
     def test_retry_across_a_server_restart_between_send_and_reply(self) -> None:
         # The relay forwards the add, drops its reply, cuts the link, and the
         # server restarts on the same database (a new port) before the
@@ -194,6 +195,7 @@ class IdempotencyTest(ServerTestCase):
         self.assertEqual(len(self.timers()), 1, "applied exactly once")
         self.assertTrue(c.channels[CH].subscribed, "resubscribed after the reconnect")
 
+    @tcp_only("the cutting relay reads length-prefixed frames")
     def test_outcome_unknown_when_the_path_stays_down(self) -> None:
         relay = CuttingRelay(lambda: self.server.port, refuse_after_cut=True)
         self.addCleanup(relay.close)

@@ -19,7 +19,7 @@ from typing import Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from test_client import PUSH_TIMEOUT, ServerProcess, ServerTestCase  # noqa: E402
+from test_client import PUSH_TIMEOUT, ServerProcess, ServerTestCase, tcp_only  # noqa: E402
 
 from outatime import Client, ConnectionClosed, OutaTimeError  # noqa: E402
 
@@ -57,6 +57,7 @@ class TestCA:
         return cert, key
 
 
+@tcp_only("the protocol port's TLS listener (the HTTP listener has no TLS)")
 class TLSServerTestCase(ServerTestCase):
     """A server with a plaintext listener and a TLS one (certificate for localhost and 127.0.0.1)."""
 

@@ -1,0 +1,289 @@
+"""The Python client's WebSocket transport (issue 28).
+
+- ``WebSocketLinkTest``: the client's WebSocket link (the ``websockets``
+  library's sync client under it) against a scripted peer that does the
+  RFC 6455 upgrade by hand and then writes exactly the bytes a test gives:
+  split and coalesced messages, a large message arriving slowly (read past
+  the client's timeout, as over TCP), one that stops midway, binary and
+  malformed messages, a Close without ``bye``, a refused upgrade. No server.
+- ``WebSocketServerTest`` (the WebSocket run only, ``OUTATIME_TRANSPORT=ws``):
+  what the real server's ``/ws`` does with frames the protocol forbids, and
+  that its ``bye`` comes before a Close frame carrying the reason.
+- ``LazyImportTest``: the TCP client works without the ``websockets``
+  package; ``transport="ws"`` then says what to install.
+
+Every other end-to-end test runs over ``/ws`` too in the WebSocket run
+(``make test-python`` runs the suite over TCP, then over WebSocket).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+import unittest
+from pathlib import Path
+from typing import Any, Optional
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+from outatime import Client, ConnectionClosed, OutaTimeError, OutaTimeTimeout, ProtocolError  # noqa: E402
+from test_client import STOP_TIMEOUT, TRANSPORT, ServerTestCase  # noqa: E402
+
+GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"  # RFC 6455 §1.3
+
+
+def ws_frame(payload: bytes, opcode: int = 1) -> bytes:
+    """An unmasked, unfragmented frame, as a server sends it."""
+    n = len(payload)
+    if n < 126:
+        head = struct.pack(">BB", 0x80 | opcode, n)
+    elif n < 65536:
+        head = struct.pack(">BBH", 0x80 | opcode, 126, n)
+    else:
+        head = struct.pack(">BBQ", 0x80 | opcode, 127, n)
+    return head + payload
+
+
+def text(obj: Any) -> bytes:
+    return ws_frame(json.dumps(obj).encode())
+
+
+class ScriptedPeer:
+    """A loopback peer that answers the upgrade (or refuses it with
+    ``refuse``), then lets the test write raw frames with :meth:`send`."""
+
+    def __init__(self, refuse: Optional[bytes] = None) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.refuse = refuse
+        self.conn: Optional[socket.socket] = None
+        self.request = b""
+        self.upgraded = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        conn, _ = self.listener.accept()
+        self.conn = conn
+        while b"\r\n\r\n" not in self.request:
+            chunk = conn.recv(4096)
+            if not chunk:
+                return
+            self.request += chunk
+        if self.refuse is not None:
+            conn.sendall(self.refuse)
+            conn.close()
+            return
+        head = self.request.split(b"\r\n\r\n", 1)[0].decode()
+        key = next(line.split(":", 1)[1].strip() for line in head.split("\r\n")
+                   if line.lower().startswith("sec-websocket-key:"))
+        accept = base64.b64encode(hashlib.sha1((key + GUID).encode()).digest()).decode()
+        conn.sendall(("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                      f"Sec-WebSocket-Accept: {accept}\r\n\r\n").encode())
+        self.upgraded.set()
+
+    def send(self, data: bytes) -> None:
+        assert self.conn is not None
+        self.conn.sendall(data)
+
+    def read_client_frame(self, timeout: float = 5.0) -> tuple[int, bool, bytes]:
+        """One frame from the client: (opcode, masked, unmasked payload)."""
+        assert self.conn is not None
+        self.conn.settimeout(timeout)
+
+        def exact(n: int) -> bytes:
+            data = b""
+            while len(data) < n:
+                chunk = self.conn.recv(n - len(data))  # type: ignore[union-attr]
+                if not chunk:
+                    raise EOFError("the client closed")
+                data += chunk
+            return data
+
+        b0, b1 = exact(2)
+        n = b1 & 0x7F
+        if n == 126:
+            n = struct.unpack(">H", exact(2))[0]
+        elif n == 127:
+            n = struct.unpack(">Q", exact(8))[0]
+        mask = exact(4) if b1 & 0x80 else b"\0\0\0\0"
+        payload = bytes(b ^ mask[i % 4] for i, b in enumerate(exact(n)))
+        return b0 & 0x0F, bool(b1 & 0x80), payload
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+        self.listener.close()
+
+
+class WebSocketLinkTest(unittest.TestCase):
+    def make(self, timeout: float = 2.0) -> tuple[Client, ScriptedPeer]:
+        peer = ScriptedPeer()
+        self.addCleanup(peer.close)
+        c = Client("127.0.0.1", peer.port, transport="ws", timeout=timeout)
+        self.addCleanup(c.close)
+        c._open()  # upgraded; no hello (the peer would not answer it)
+        self.assertTrue(peer.upgraded.wait(5))
+        return c, peer
+
+    def test_upgrade_request_and_masked_text_frames(self) -> None:
+        c, peer = self.make()
+        head = peer.request.decode()
+        self.assertTrue(head.startswith("GET /ws HTTP/1.1\r\n"), head)
+        self.assertIn("Sec-WebSocket-Version: 13", head)
+        self.assertNotIn("permessage-deflate", head)  # nothing to decline
+        self.assertNotIn("Origin:", head)  # not a browser
+        self.assertEqual(c.websocket_url(), f"ws://127.0.0.1:{peer.port}/ws")
+        c.send({"type": "ping", "id": 7, "note": "é"})
+        opcode, masked, payload = peer.read_client_frame()
+        self.assertEqual((opcode, masked), (1, True))  # text, masked (RFC 6455 §5.3)
+        self.assertEqual(json.loads(payload), {"type": "ping", "id": 7, "note": "é"})
+
+    def test_messages_split_and_coalesced(self) -> None:
+        c, peer = self.make()
+        data = text({"type": "tick", "channel": "laps/a", "data": {"n": 1}}) + \
+            text({"type": "message", "channel": "laps/a", "data": "é"})
+        peer.send(data[:3])
+        threading.Timer(0.05, lambda: peer.send(data[3:])).start()
+        self.assertEqual(c.next_push(2.0)["data"], {"n": 1})
+        self.assertEqual(c.next_push(2.0)["data"], "é")
+
+    def test_large_message_arriving_slowly_is_read(self) -> None:
+        # As over TCP (issue 27): the timeout bounds silence, not the whole
+        # message. 64 KiB in 4 KiB pieces every 50 ms takes 0.8 s, four
+        # times the timeout; the socket's byte count shows it coming.
+        c, peer = self.make(timeout=0.2)
+        data = text({"type": "message", "channel": "laps/a", "data": "x" * 65_000})
+
+        def trickle() -> None:
+            for start in range(0, len(data), 4096):
+                peer.send(data[start:start + 4096])
+                time.sleep(0.05)
+
+        threading.Thread(target=trickle, daemon=True).start()
+        self.assertEqual(len(c.next_push(0.5)["data"]), 65_000)
+
+    def test_message_that_stops_midway_times_out(self) -> None:
+        c, peer = self.make(timeout=0.3)
+        data = text({"type": "message", "channel": "laps/a", "data": "x" * 10_000})
+        peer.send(data[:5_000])
+        t0 = time.monotonic()
+        with self.assertRaises(OutaTimeTimeout) as cm:
+            c.next_push(0.1)
+        self.assertIn("stopped arriving", str(cm.exception))
+        self.assertLess(time.monotonic() - t0, 5.0)
+        self.assertFalse(c.connected)
+
+    def test_binary_and_malformed_messages_are_protocol_errors(self) -> None:
+        for frame in (ws_frame(b'{"type":"tick"}', opcode=2), ws_frame(b"[1,2]"), ws_frame(b"{}")):
+            c, peer = self.make()
+            peer.send(frame)
+            with self.assertRaises(ProtocolError):
+                c.next_push(2.0)
+            self.assertFalse(c.connected)
+
+    def test_close_without_bye_names_the_close_code(self) -> None:
+        c, peer = self.make()
+        peer.send(ws_frame(struct.pack(">H", 1011) + b"store failed", opcode=8))
+        with self.assertRaises(ConnectionClosed) as cm:
+            c.next_push(2.0)
+        self.assertEqual(cm.exception.code, "connection_closed")
+        self.assertIn("1011", cm.exception.message)
+        self.assertIn("store failed", cm.exception.message)
+        self.assertFalse(c.connected)
+
+    def test_refused_upgrade_names_the_status_and_body(self) -> None:
+        body = b"origin http://evil.example is not allowed"
+        peer = ScriptedPeer(refuse=b"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: "
+                            + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body)
+        self.addCleanup(peer.close)
+        c = Client("127.0.0.1", peer.port, transport="ws", origin="http://evil.example")
+        with self.assertRaises(ConnectionClosed) as cm:
+            c.connect()
+        self.assertEqual(cm.exception.code, "upgrade_refused")
+        self.assertIn("403", cm.exception.message)
+        self.assertIn("evil.example is not allowed", cm.exception.message)
+        self.assertIn("Origin: http://evil.example", peer.request.decode())
+        self.assertFalse(c.connected)
+
+    def test_bad_arguments_name_the_value(self) -> None:
+        with self.assertRaises(ValueError) as cm:
+            Client(transport="websocket")
+        self.assertIn("'websocket'", str(cm.exception))
+        self.assertIn("'ws'", str(cm.exception))
+        with self.assertRaises(ValueError) as cm:
+            Client(transport="ws", path="ws")
+        self.assertIn("'ws'", str(cm.exception))
+
+
+LAZY = r"""
+import socket, sys
+sys.modules["websockets"] = None          # as if the package were not installed
+sys.path.insert(0, sys.argv[1])
+import outatime
+listener = socket.create_server(("127.0.0.1", 0))
+c = outatime.Client("127.0.0.1", listener.getsockname()[1], transport="ws")
+try:
+    c.connect()
+except outatime.OutaTimeError as exc:
+    print(exc.code, exc.message)
+"""
+
+
+class LazyImportTest(unittest.TestCase):
+    def test_tcp_needs_no_websockets_and_ws_says_what_to_install(self) -> None:
+        done = subprocess.run([sys.executable, "-c", LAZY, str(HERE.parent)], capture_output=True, text=True,
+                              timeout=30)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertTrue(done.stdout.startswith("websockets_missing "), done.stdout)
+        self.assertIn("tools/requirements-web.txt", done.stdout)
+
+
+@unittest.skipUnless(TRANSPORT == "ws", "the server's /ws (run with OUTATIME_TRANSPORT=ws)")
+class WebSocketServerTest(ServerTestCase):
+    def closed_by_server(self, body: bytes, binary: bool = False) -> ConnectionClosed:
+        c = self.client()
+        link = c._link
+        assert link is not None
+        link.conn.send(body, text=not binary)  # type: ignore[attr-defined]
+        with self.assertRaises(ConnectionClosed) as cm:
+            deadline = time.monotonic() + 5.0
+            while time.monotonic() < deadline:
+                try:
+                    c.next_push(0.5)
+                except OutaTimeTimeout:
+                    continue
+        self.assertFalse(c.connected)
+        return cm.exception
+
+    def test_invalid_utf8_closes_with_1007(self) -> None:
+        exc = self.closed_by_server(b'{"type":"ping","id":1,"x":"\xff\xfe"}')
+        self.assertIn("1007", exc.message)
+
+    def test_binary_message_closes_with_1003(self) -> None:
+        exc = self.closed_by_server(b'{"type":"ping","id":1}', binary=True)
+        self.assertIn("1003", exc.message)
+
+    def test_shutdown_bye_then_close_frame_with_the_reason(self) -> None:
+        c = self.client()
+        link = c._link
+        self.server.terminate()
+        bye, _ = self.wait_for(c, lambda p: p["type"] == "bye", timeout=STOP_TIMEOUT)
+        self.assertEqual(bye["reason"], "server_shutdown")
+        conn = link.conn  # type: ignore[union-attr]
+        self.assertIsNotNone(conn.close_code)
+        self.assertEqual(conn.close_reason, "server_shutdown")
+        with self.assertRaises(OutaTimeError):
+            c.ping()
+
+
+if __name__ == "__main__":
+    unittest.main()
