@@ -1,8 +1,10 @@
 """A small, synchronous Python client for the OutaTime wire protocol, version 1.
 
 Written from ``protocol/PROTOCOL.md`` alone, with the Python 3.11 standard
-library only. One :class:`Client` is one TCP connection (plain, or TLS with ``tls=True``,
-through :mod:`ssl`) to ``outatime-server``:
+library only (the WebSocket transport adds the ``websockets`` package). One
+:class:`Client` is one TCP connection (plain, or TLS with ``tls=True``,
+through :mod:`ssl`) to ``outatime-server``, or one WebSocket connection with
+``transport="ws"``:
 
     from outatime import Client, OutaTimeError
 
@@ -18,6 +20,18 @@ through :mod:`ssl`) to ``outatime-server``:
 Framing (section 1): every frame is a 4-byte unsigned big-endian length ``N``
 followed by ``N`` bytes of UTF-8 JSON encoding one object. Frames from the
 server are accepted up to 16 MiB; anything longer is a protocol error.
+
+WebSocket (PROTOCOL.md, "WebSocket transport"): ``Client(host, http_port,
+transport="ws")`` connects to ``ws://host:http_port/ws`` on the server's HTTP
+listener (``--http``); ``tls=True`` makes it ``wss://``. One text message is
+one frame body, both ways. The framing is the ``websockets`` package's sync
+client (pinned in ``tools/requirements-web.txt``), an RFC 6455
+implementation independent of the server's, imported only when this
+transport is used: the TCP client needs nothing beyond the standard library.
+Everything above the framing (requests, pushes, heartbeat, liveness,
+reconnect, retries, trackers) is the same code for both transports: a link
+object (``_LengthPrefixedLink`` or ``_WebSocketLink``) reads and writes frame
+bodies and knows nothing else.
 
 The client is single-threaded and not thread-safe: frames are only read while
 a method of the client runs. Replies are matched to requests by ``id``; pushes
@@ -35,7 +49,7 @@ variance + 0.2 s, measured on ``hello`` and ``ping`` replies as TCP does, at
 least ``probe_timeout_floor`` (default 2 s) — the connection is closed and
 :class:`ConnectionClosed` with code ``unresponsive`` is raised: a dead path
 is noticed within about 3 s instead of never. The socket also gets TCP
-keepalive and ``TCP_USER_TIMEOUT`` (Linux). After a reconnect
+keepalive and ``TCP_USER_TIMEOUT`` (Linux), over either transport. After a reconnect
 (:meth:`Client.connect` again) ``hello`` carries the previous ``resume_key``,
 so the server drops the old session at once instead of listing it twice.
 """
@@ -576,6 +590,16 @@ class Client:
     started with ``--tls-client-ca``. ``ssl_context`` replaces all of that
     with a context of your own.
 
+    ``transport="ws"`` speaks WebSocket to ``ws://host:port{path}`` (``wss://``
+    with ``tls``): ``port`` is then the server's HTTP listener (``--http``),
+    ``path`` the endpoint (default ``/ws``), ``origin`` an ``Origin`` header
+    to send (none by default, like any client that is not a browser). The
+    upgrade refused raises :class:`ConnectionClosed` with code
+    ``upgrade_refused`` naming the HTTP status; a server that closes without
+    ``bye`` raises ``connection_closed`` naming the close code and reason.
+    Without the ``websockets`` package, :meth:`connect` raises
+    :class:`OutaTimeError` with code ``websockets_missing``.
+
     After :meth:`close` (or a ``bye``), :meth:`connect` may be called again on
     the same object: :attr:`channels` is kept, so :meth:`recover` can ask for
     only the events missed meanwhile (section 9).
@@ -665,7 +689,7 @@ class Client:
     # ---- lifecycle -------------------------------------------------------
 
     def connect(self) -> Dict[str, JSON]:
-        """Open the TCP connection and say ``hello``; return the hello result.
+        """Open the connection (TCP, TLS or WebSocket) and say ``hello``; return the hello result.
 
         Raises :class:`OutaTimeError` with the server's code when ``hello`` is
         refused (``unauthorized``, ``unsupported_protocol``,
