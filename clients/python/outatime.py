@@ -550,7 +550,10 @@ class _WebSocketLink(_Link):
     def write_frame(self, body: bytes, timeout: float) -> None:
         from websockets import exceptions as wsx
         try:
-            self.sock.settimeout(timeout)
+            try:
+                self.sock.settimeout(timeout)
+            except OSError:
+                pass  # the library closed it: send() says how
             self.conn.send(body, text=True)
         except wsx.ConnectionClosed as exc:
             raise self._closed(exc, "sending") from exc
@@ -890,10 +893,31 @@ class Client:
         link = self._require_link()
         try:
             link.write_frame(body, self.timeout)
+        except ConnectionClosed as exc:
+            # The server may have said why before it closed (``bye
+            # replaced``, ``server_shutdown``): over WebSocket the library has
+            # the frames already, over TCP the kernel may. Take them in, so
+            # the reason is the bye's and the push is not lost.
+            self._take_arrived(link)
+            self._abort()
+            if self.bye_reason is not None:
+                raise ConnectionClosed(self.bye_reason, f"{exc.message} (bye: {self.bye_reason})") from exc
+            raise
         except OutaTimeError:
             self._abort()
             raise
         self._last_sent = time.monotonic()
+
+    def _take_arrived(self, link: "_Link") -> None:
+        """Dispatch the frames that arrived on ``link`` and wait unread, after a failure."""
+        while self._link is link:
+            try:
+                body = link.read_frame(0.0)
+                if body is None:
+                    return
+                self._dispatch(self._parse_frame(body))
+            except OutaTimeError:
+                return
 
     # ---- operations (section 6) ------------------------------------------
 

@@ -108,6 +108,7 @@ class ServerProcess:
         finally:
             log.close()
         self.terminated = False
+        self.port = self.tls_port = self.http_port = 0  # a restart listens on new ports
         lines: "queue.Queue[Optional[bytes]]" = queue.Queue()
         stdout = self.proc.stdout
         assert stdout is not None

@@ -7,8 +7,10 @@
   the client's timeout, as over TCP), one that stops midway, binary and
   malformed messages, a Close without ``bye``, a refused upgrade. No server.
 - ``WebSocketServerTest`` (the WebSocket run only, ``OUTATIME_TRANSPORT=ws``):
-  what the real server's ``/ws`` does with frames the protocol forbids, and
-  that its ``bye`` comes before a Close frame carrying the reason.
+  what the real server's ``/ws`` does with messages the protocol forbids
+  (invalid UTF-8, binary: an ``error`` push ``bad_frame``, ``bye
+  protocol_error``, Close 1007 or 1003), and that its ``bye`` comes before a
+  Close frame carrying the reason.
 - ``LazyImportTest``: the TCP client works without the ``websockets``
   package; ``transport="ws"`` then says what to install.
 
@@ -36,7 +38,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 from outatime import Client, ConnectionClosed, OutaTimeError, OutaTimeTimeout, ProtocolError  # noqa: E402
-from test_client import STOP_TIMEOUT, TRANSPORT, ServerTestCase  # noqa: E402
+from test_client import STOP_TIMEOUT, TRANSPORT, Push, ServerTestCase  # noqa: E402
 
 GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"  # RFC 6455 §1.3
 
@@ -249,28 +251,29 @@ class LazyImportTest(unittest.TestCase):
 
 @unittest.skipUnless(TRANSPORT == "ws", "the server's /ws (run with OUTATIME_TRANSPORT=ws)")
 class WebSocketServerTest(ServerTestCase):
-    def closed_by_server(self, body: bytes, binary: bool = False) -> ConnectionClosed:
+    def refused(self, body: bytes, binary: bool = False) -> tuple[Push, Any]:
+        """Send ``body`` as one message the protocol forbids; return the
+        error push and the library's connection, once the server closed it."""
         c = self.client()
         link = c._link
         assert link is not None
         link.conn.send(body, text=not binary)  # type: ignore[attr-defined]
-        with self.assertRaises(ConnectionClosed) as cm:
-            deadline = time.monotonic() + 5.0
-            while time.monotonic() < deadline:
-                try:
-                    c.next_push(0.5)
-                except OutaTimeTimeout:
-                    continue
+        error, _ = self.wait_for(c, lambda p: p["type"] == "error")
+        self.assertEqual(error["error"]["code"], "bad_frame", error)
+        bye, before = self.wait_for(c, lambda p: p["type"] == "bye")
+        self.assertEqual((bye["reason"], before), ("protocol_error", []))
         self.assertFalse(c.connected)
-        return cm.exception
+        return error, link.conn  # type: ignore[attr-defined]
 
-    def test_invalid_utf8_closes_with_1007(self) -> None:
-        exc = self.closed_by_server(b'{"type":"ping","id":1,"x":"\xff\xfe"}')
-        self.assertIn("1007", exc.message)
+    def test_invalid_utf8_is_bad_frame_then_bye_and_close_1007(self) -> None:
+        error, conn = self.refused(b'{"type":"ping","id":1,"x":"\xff\xfe"}')
+        self.assertIn("UTF-8", error["error"]["message"])
+        self.assertEqual((conn.close_code, conn.close_reason), (1007, "protocol_error"))
 
-    def test_binary_message_closes_with_1003(self) -> None:
-        exc = self.closed_by_server(b'{"type":"ping","id":1}', binary=True)
-        self.assertIn("1003", exc.message)
+    def test_binary_message_is_bad_frame_then_bye_and_close_1003(self) -> None:
+        error, conn = self.refused(b'{"type":"ping","id":1}', binary=True)
+        self.assertIn("binary", error["error"]["message"])
+        self.assertEqual((conn.close_code, conn.close_reason), (1003, "protocol_error"))
 
     def test_shutdown_bye_then_close_frame_with_the_reason(self) -> None:
         c = self.client()
