@@ -5,7 +5,8 @@
   RFC 6455 upgrade by hand and then writes exactly the bytes a test gives:
   split and coalesced messages, a large message arriving slowly (read past
   the client's timeout, as over TCP), one that stops midway, binary and
-  malformed messages, a Close without ``bye``, a refused upgrade. No server.
+  malformed messages, a Close without ``bye``, a refused upgrade, a peer
+  that goes silent after ``hello`` (``unresponsive`` within seconds). No server.
 - ``WebSocketServerTest`` (the WebSocket run only, ``OUTATIME_TRANSPORT=ws``):
   what the real server's ``/ws`` does with messages the protocol forbids
   (invalid UTF-8, binary: an ``error`` push ``bad_frame``, ``bye
@@ -120,6 +121,16 @@ class ScriptedPeer:
         payload = bytes(b ^ mask[i % 4] for i, b in enumerate(exact(n)))
         return b0 & 0x0F, bool(b1 & 0x80), payload
 
+    def answer_hello(self) -> None:
+        """Answer the client's ``hello`` as a server would, then say nothing more."""
+        self.upgraded.wait(10)
+        opcode, _, payload = self.read_client_frame()
+        request = json.loads(payload)
+        assert (opcode, request["type"]) == (1, "hello"), (opcode, request)
+        self.send(text({"type": "reply", "id": request["id"], "ok": True, "result": {
+            "server": "outatime/0.1.0", "protocol": 1, "session": "fake-1", "heartbeat_ms": 15000,
+            "max_frame": 65536, "role": "operate", "resume_key": "k" * 32}}))
+
     def close(self) -> None:
         if self.conn is not None:
             self.conn.close()
@@ -214,6 +225,27 @@ class WebSocketLinkTest(unittest.TestCase):
         self.assertIn("403", cm.exception.message)
         self.assertIn("evil.example is not allowed", cm.exception.message)
         self.assertIn("Origin: http://evil.example", peer.request.decode())
+        self.assertFalse(c.connected)
+
+    def test_a_silent_peer_is_detected_within_seconds(self) -> None:
+        # Liveness is the client's, above the link: the probes go out as
+        # text messages and the silence is measured on the socket's bytes.
+        peer = ScriptedPeer()
+        self.addCleanup(peer.close)
+        c = Client("127.0.0.1", peer.port, transport="ws", timeout=5.0)
+        self.addCleanup(c.close)
+        threading.Thread(target=peer.answer_hello, daemon=True).start()
+        c.connect()
+        self.assertEqual(c.session, "fake-1")
+        t0 = time.monotonic()
+        with self.assertRaises(ConnectionClosed) as cm:
+            while time.monotonic() - t0 < 40:
+                try:
+                    c.next_push(1.0)
+                except OutaTimeTimeout:
+                    continue
+        self.assertEqual(cm.exception.code, "unresponsive", cm.exception.message)
+        self.assertLess(time.monotonic() - t0, 8.0, "1 s of silence, then a probe that waits 2 s")
         self.assertFalse(c.connected)
 
     def test_bad_arguments_name_the_value(self) -> None:
