@@ -118,6 +118,15 @@ public struct ServerConfig: Sendable {
     /// Allow the HTTP listener on a non-loopback address (`--http-public`):
     /// `/metrics` names the server's load and limits to whoever connects.
     public var httpPublic = false
+    /// Origins besides the page's own whose pages may open `GET /ws`
+    /// (`--http-allow-origin URL`, repeatable); a request with any other
+    /// `Origin` is refused `403` before upgrading.
+    public var httpAllowedOrigins: [WebOrigin] = []
+    /// Serve `GET /ws` on a non-loopback HTTP listener without TLS
+    /// (`--allow-plain-http`): tokens in `hello` and the boards would
+    /// cross the network in clear. Without it `/ws` answers `403` there
+    /// (`/metrics`, `/healthz`, `/readyz` need only ``httpPublic``).
+    public var allowPlainHTTP = false
     /// A connection that has not sent `hello` within this time is closed.
     /// For TLS, the handshake counts within this time.
     public var helloTimeoutMs = 10_000

@@ -66,6 +66,16 @@ final class HTTPConnection {
         headStartedAt = buffer.isEmpty ? nil : now
     }
 
+    /// The connection leaves the HTTP side (`GET /ws` upgraded it): nothing
+    /// more is parsed here; returns the bytes that followed the head, the
+    /// new owner's first input.
+    func handOver() -> [UInt8] {
+        isClosing = true
+        stream.onDrained = nil
+        defer { buffer = [] }
+        return buffer
+    }
+
     /// Whether part of a head has arrived (a slow head gets `408`).
     var hasPartialHead: Bool { !buffer.isEmpty }
 

@@ -126,6 +126,7 @@ extension Server {
             case .head(let head, _):
                 counters.httpRequests += 1
                 answered += 1
+                if head.path == Self.webSocketPath { return answerWebSocket(head, on: connection) }
                 let keepAlive = head.keepsAlive && phase.acceptsHTTP
                 connection.send(route(head).bytes(keepAlive: keepAlive, headOnly: head.method == .head))
                 connection.answered(at: loop.now)
@@ -235,7 +236,7 @@ extension Server {
         }
     }
 
-    private func closeHTTP(_ connection: HTTPConnection) {
+    func closeHTTP(_ connection: HTTPConnection) {
         connection.closeAfterWriting(deadline: loop.now + UInt64(config.lingerMs)) { [unowned self] in
             self.httpConnectionClosed(connection)
         }
@@ -245,8 +246,14 @@ extension Server {
         connection.closeNow { [unowned self] in self.httpConnectionClosed(connection) }
     }
 
-    /// A slot is free: the connection waiting at the cap, if any, is taken.
     private func httpConnectionClosed(_ connection: HTTPConnection) {
+        releaseHTTP(connection)
+    }
+
+    /// The connection closed or left the HTTP side (`GET /ws` upgraded it):
+    /// its slot and its address's count are free, and the connection
+    /// waiting at the cap, if any, is taken.
+    func releaseHTTP(_ connection: HTTPConnection) {
         httpConnections[connection.serial] = nil
         if let host = connection.peerHost, let held = httpAddresses[host] {
             httpAddresses[host] = held > 1 ? held - 1 : nil
