@@ -10,7 +10,8 @@
 - ``WebSocketServerTest`` (the WebSocket run only, ``OUTATIME_TRANSPORT=ws``):
   what the real server's ``/ws`` does with messages the protocol forbids
   (invalid UTF-8, binary: an ``error`` push ``bad_frame``, ``bye
-  protocol_error``, Close 1007 or 1003), and that its ``bye`` comes before a
+  protocol_error``, Close 1007 or 1003), that a foreign ``Origin`` is
+  refused with 403 before upgrading, and that its ``bye`` comes before a
   Close frame carrying the reason.
 - ``LazyImportTest``: the TCP client works without the ``websockets``
   package; ``transport="ws"`` then says what to install.
@@ -306,6 +307,17 @@ class WebSocketServerTest(ServerTestCase):
         error, conn = self.refused(b'{"type":"ping","id":1}', binary=True)
         self.assertIn("binary", error["error"]["message"])
         self.assertEqual((conn.close_code, conn.close_reason), (1003, "protocol_error"))
+
+    def test_a_foreign_origin_is_refused_before_upgrading(self) -> None:
+        c = self.client(connect=False, origin="http://evil.example")
+        with self.assertRaises(ConnectionClosed) as cm:
+            c.connect()
+        self.assertEqual(cm.exception.code, "upgrade_refused")
+        self.assertIn("HTTP 403", cm.exception.message)
+        self.assertFalse(c.connected)
+        own = self.client(connect=False, origin=f"http://127.0.0.1:{self.server.http_port}")
+        own.connect()  # the page's own origin
+        self.assertIn("time", own.ping())
 
     def test_shutdown_bye_then_close_frame_with_the_reason(self) -> None:
         c = self.client()
