@@ -425,8 +425,10 @@ class _WebSocketLink(_Link):
     replaces ours, so only whole messages count there.
     """
 
-    CLOSE_TIMEOUT = 1.0
-    """The longest a graceful close waits for the server's Close frame."""
+    CLOSE_TIMEOUT = 0.25
+    """The longest a graceful close waits for the server's Close frame. Short:
+    with unread messages queued the library reads nothing more, so the
+    server's Close could only arrive after this wait anyway."""
 
     def __init__(self, conn: Any, counting: Optional[_CountingSocket], url: str) -> None:
         self.conn = conn
@@ -794,8 +796,8 @@ class Client:
     def close(self) -> None:
         """Close the connection (idempotent). Queued pushes stay readable.
 
-        Over WebSocket this is the closing handshake (Close 1000), waiting at
-        most a second for the server's Close."""
+        Over WebSocket a Close frame (1000) is sent first, and the server's
+        answer awaited for at most a quarter second."""
         self._close(graceful=True)
 
     def _abort(self) -> None:
