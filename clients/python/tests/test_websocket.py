@@ -7,6 +7,9 @@
   the client's timeout, as over TCP), one that stops midway, binary and
   malformed messages, a Close without ``bye``, a refused upgrade, a peer
   that goes silent after ``hello`` (``unresponsive`` within seconds). No server.
+- ``SecureWebSocketLinkTest``: ``wss://`` against a scripted TLS peer (the
+  server has no TLS on its HTTP listener yet): messages, and an unknown
+  authority refused as ``tls_failed``.
 - ``WebSocketServerTest`` (the WebSocket run only, ``OUTATIME_TRANSPORT=ws``):
   what the real server's ``/ws`` does with messages the protocol forbids
   (invalid UTF-8, binary: an ``error`` push ``bad_frame``, ``bye
@@ -26,7 +29,9 @@ import base64
 import hashlib
 import json
 import socket
+import ssl
 import struct
+import tempfile
 import subprocess
 import sys
 import threading
@@ -41,6 +46,7 @@ sys.path.insert(0, str(HERE))
 
 from outatime import Client, ConnectionClosed, OutaTimeError, OutaTimeTimeout, ProtocolError  # noqa: E402
 from test_client import STOP_TIMEOUT, TRANSPORT, Push, ServerTestCase  # noqa: E402
+from test_tls import TestCA  # noqa: E402
 
 GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"  # RFC 6455 §1.3
 
@@ -65,10 +71,11 @@ class ScriptedPeer:
     """A loopback peer that answers the upgrade (or refuses it with
     ``refuse``), then lets the test write raw frames with :meth:`send`."""
 
-    def __init__(self, refuse: Optional[bytes] = None) -> None:
+    def __init__(self, refuse: Optional[bytes] = None, tls: Optional[ssl.SSLContext] = None) -> None:
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.refuse = refuse
+        self.tls = tls
         self.conn: Optional[socket.socket] = None
         self.request = b""
         self.upgraded = threading.Event()
@@ -76,6 +83,12 @@ class ScriptedPeer:
 
     def _serve(self) -> None:
         conn, _ = self.listener.accept()
+        if self.tls is not None:
+            try:
+                conn = self.tls.wrap_socket(conn, server_side=True)
+            except (ssl.SSLError, OSError):
+                conn.close()
+                return  # the client refused our certificate
         self.conn = conn
         while b"\r\n\r\n" not in self.request:
             chunk = conn.recv(4096)
@@ -257,6 +270,45 @@ class WebSocketLinkTest(unittest.TestCase):
         with self.assertRaises(ValueError) as cm:
             Client(transport="ws", path="ws")
         self.assertIn("'ws'", str(cm.exception))
+
+
+class SecureWebSocketLinkTest(unittest.TestCase):
+    """``wss://`` (``tls=True``): the server has no TLS on its HTTP listener
+    yet (PROTOCOL.md §16), so a scripted TLS peer stands in: the same
+    ``ssl`` context, checks and ``tls_failed`` errors as TLS over TCP."""
+
+    def setUp(self) -> None:
+        folder = tempfile.TemporaryDirectory(prefix="outatime-wss-")
+        self.addCleanup(folder.cleanup)
+        self.folder = Path(folder.name)
+        self.ca = TestCA(self.folder)
+        cert, key = self.ca.issue("localhost", ["localhost", "127.0.0.1"])
+        self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.context.load_cert_chain(cert, key)
+
+    def test_upgrade_and_messages_over_tls(self) -> None:
+        peer = ScriptedPeer(tls=self.context)
+        self.addCleanup(peer.close)
+        c = Client("127.0.0.1", peer.port, transport="ws", tls=True, ca_file=self.ca.cert)
+        self.addCleanup(c.close)
+        self.assertEqual(c.websocket_url(), f"wss://127.0.0.1:{peer.port}/ws")
+        threading.Thread(target=peer.answer_hello, daemon=True).start()
+        c.connect()
+        self.assertEqual(c.session, "fake-1")
+        self.assertIsInstance(peer.conn, ssl.SSLSocket)
+        peer.send(text({"type": "message", "channel": "laps/a", "data": "over TLS"}))
+        self.assertEqual(c.next_push(5.0)["data"], "over TLS")
+
+    def test_unknown_authority_is_tls_failed(self) -> None:
+        other = TestCA(self.folder, "other")
+        peer = ScriptedPeer(tls=self.context)
+        self.addCleanup(peer.close)
+        c = Client("127.0.0.1", peer.port, transport="ws", tls=True, ca_file=other.cert)
+        with self.assertRaises(ConnectionClosed) as cm:
+            c.connect()
+        self.assertEqual(cm.exception.code, "tls_failed")
+        self.assertIn("certificate verify failed", cm.exception.message)
+        self.assertFalse(c.connected)
 
 
 LAZY = r"""
