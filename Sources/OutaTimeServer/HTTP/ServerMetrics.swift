@@ -94,6 +94,8 @@ final class ServerMetrics {
                     help: "GET /ws requests refused before upgrading (URL, handshake, Host, Origin, plain HTTP)")
             gauge("outatime_websocket_connections", http["websocket_open"] ?? 0,
                   help: "Open WebSocket protocol sessions (counted among the connections too)")
+            counter("outatime_websocket_encodes_total", http["websocket_encodes"] ?? 0,
+                    help: "Frames encoded as WebSocket messages (once per frame, however many WebSocket connections it goes to)")
         }
         counter("outatime_frames_in_total", stats.framesIn, help: "Frames received")
         counter("outatime_frames_out_total", stats.framesOut, help: "Frames sent")

@@ -151,7 +151,7 @@ extension Server {
                 "timeouts": counters.httpTimeouts, "refused_per_address": counters.httpRefusedPerAddress,
                 "open": httpConnections.count,
                 "websocket_upgrades": counters.webSocketUpgrades, "websocket_refused": counters.webSocketRefused,
-                "websocket_open": counters.webSocketOpen,
+                "websocket_open": counters.webSocketOpen, "websocket_encodes": counters.webSocketEncodes,
             ],
             hellosFailed: counters.hellosFailed,
             hellosThrottled: counters.hellosThrottled,

@@ -40,6 +40,9 @@ struct ServerCounters {
     var webSocketUpgrades = 0
     var webSocketRefused = 0
     var webSocketOpen = 0
+    /// Frames turned into WebSocket messages: once per frame however many
+    /// WebSocket connections it goes to (``Frame/webSocketMessage``).
+    var webSocketEncodes = 0
     /// Channel creations refused at ``ServerConfig/maxChannels``.
     var channelsRefused = 0
     /// Channel creations refused at ``ServerConfig/maxChannelsPerToken``.

@@ -33,7 +33,7 @@ extension Server {
     func beginClosing(_ session: Session, reason: Session.CloseReason, bye: ByeReason? = nil) {
         guard session.state.isOpen else { return }
         // On WebSocket the conversation ends with a Close frame (after the
-        // `bye` when there is one, which queued it already).
+        // `bye` when there is one; its reason is the bye reason).
         session.sendWebSocketClose(bye: bye)
         session.transition(to: .closing(reason: reason, deadline: loop.now + UInt64(config.lingerMs)))
         count(close: bye?.rawValue ?? reason.rawValue)

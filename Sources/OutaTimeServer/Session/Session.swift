@@ -185,6 +185,7 @@ final class Session {
             stream.enqueue(frame)
             return frame.count
         }
+        if !frame.hasWebSocketMessage { server.counters.webSocketEncodes += 1 }
         let message = frame.webSocketMessage
         stream.enqueue(message)
         return message.count
@@ -321,7 +322,8 @@ final class Session {
 
     /// Queues the last frame of a conversation (the `bye`) and seals the
     /// output: no limit check, nothing may follow — on WebSocket but the
-    /// Close frame, whose reason is the `bye` reason.
+    /// Close frame, whose reason is the `bye` reason
+    /// (``Server/beginClosing(_:reason:bye:)`` queues it).
     func sendFinal(_ bye: ByePush) {
         guard !isSealed, !state.isClosed else { return }
         isSealed = true
@@ -330,12 +332,11 @@ final class Session {
         } catch {
             server.logger.error("encoding failed", metadata: ["conn.id": "\(id)", "error": "\(error)"])
         }
-        sendWebSocketClose(bye: bye.reason)
     }
 
-    /// On WebSocket, queues the Close frame once (after the `bye`, or on
-    /// its own when the conversation ends without one: the peer's Close
-    /// or EOF); nothing on TCP and TLS.
+    /// On WebSocket, queues the Close frame once, as the conversation ends
+    /// (after the `bye`, or on its own without one: the peer's Close or
+    /// EOF); nothing on TCP and TLS.
     func sendWebSocketClose(bye: ByeReason?) {
         guard let webSocket, !webSocket.closeSent, !state.isClosed else { return }
         stream.enqueue(OwnedBytes(webSocket.closeFrame(bye: bye)))

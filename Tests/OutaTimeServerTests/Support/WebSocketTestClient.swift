@@ -18,6 +18,8 @@ final class WebSocketTestClient {
     private(set) var transcript: [[String: Any]] = []
     /// Control frames and closes seen while reading messages.
     private(set) var controls: [WebSocketEvent] = []
+    /// Bytes read off the socket after the handshake.
+    private(set) var bytesRead = 0
 
     /// The status, fields and body of an HTTP answer to the upgrade request.
     struct HandshakeAnswer {
@@ -44,8 +46,9 @@ final class WebSocketTestClient {
     /// Sends an upgrade request and reads the answer's head (and body, when
     /// not `101`). The socket is returned for the frames that follow.
     static func handshake(port: Int, host: String = "localhost", origin: String? = nil, path: String = "/ws",
-                          extra: String = "", source: String? = nil) throws -> (HandshakeAnswer, TestClient) {
-        let socket = try TestClient(port: port, source: source)
+                          extra: String = "", source: String? = nil,
+                          receiveBuffer: Int32? = nil) throws -> (HandshakeAnswer, TestClient) {
+        let socket = try TestClient(port: port, receiveBuffer: receiveBuffer, source: source)
         let key = Data((0..<16).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
         var request = "GET \(path) HTTP/1.1\r\nHost: \(host)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
         request += "Sec-WebSocket-Key: \(key)\r\nSec-WebSocket-Version: 13\r\n"
@@ -120,6 +123,7 @@ final class WebSocketTestClient {
             guard remaining > 0 else { break }
             let bytes = try socket.readSome(timeout: remaining)
             guard !bytes.isEmpty else { throw TestClientError.closed("a WebSocket frame; seen: \(describe(transcript))") }
+            bytesRead += bytes.count
             decoder.append(bytes)
         }
         throw TestClientError.timedOut("a WebSocket frame; seen: \(describe(transcript))")
