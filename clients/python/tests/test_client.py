@@ -491,10 +491,23 @@ class TokensTest(ServerTestCase):
         self.assertEqual(marty.publish("starport/hv", "hi")["delivered"], 1)
 
 
-@tcp_only("a raw TCP socket refused by the per-address limit of the protocol port")
 class ConnectionLimitTest(ServerTestCase):
     server_args = ["--max-connections-per-address", "1"]
 
+    def test_refused_client_reads_server_busy(self) -> None:
+        held = self.client(name="held")
+        for _ in range(3):
+            refused = self.client(name="refused", connect=False)
+            with self.assertRaises(ConnectionClosed) as cm:
+                refused.connect()
+            self.assertEqual(cm.exception.code, "server_busy", cm.exception.message)
+            self.assertFalse(refused.connected)
+            pushes = [refused.next_push(0) for _ in range(refused.pending_pushes())]
+            self.assertEqual([p["type"] for p in pushes], ["error", "bye"], pushes)
+            self.assertEqual(pushes[0]["error"]["code"], "server_busy")
+        self.assertIn("time", held.request("ping"))
+
+    @tcp_only("a raw TCP socket refused by the per-address limit of the protocol port")
     def test_refused_client_that_sent_hello_at_once_reads_error_and_bye(self) -> None:
         """Closed with the hello unread, the refused socket would send a reset
         and this kernel would drop both frames (ECONNRESET): PROTOCOL.md §3."""
