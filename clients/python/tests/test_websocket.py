@@ -13,7 +13,9 @@
 - ``WebSocketServerTest`` (the WebSocket run only, ``OUTATIME_TRANSPORT=ws``):
   what the real server's ``/ws`` does with messages the protocol forbids
   (invalid UTF-8, binary: an ``error`` push ``bad_frame``, ``bye
-  protocol_error``, Close 1007 or 1003), that a foreign ``Origin`` is
+  protocol_error``, Close 1007 or 1003; over ``max_frame``:
+  ``frame_too_large`` and 1009), that fragments are joined and Pings
+  answered, that a foreign ``Origin`` is
   refused with 403 before upgrading, and that its ``bye`` comes before a
   Close frame carrying the reason.
 - ``LazyImportTest``: the TCP client works without the ``websockets``
@@ -359,6 +361,33 @@ class WebSocketServerTest(ServerTestCase):
         error, conn = self.refused(b'{"type":"ping","id":1}', binary=True)
         self.assertIn("binary", error["error"]["message"])
         self.assertEqual((conn.close_code, conn.close_reason), (1003, "protocol_error"))
+
+    def test_a_message_over_max_frame_is_frame_too_large_then_close_1009(self) -> None:
+        c = self.client()
+        link = c._link
+        big = b'{"type":"ping","id":1,"pad":"' + b"x" * c.hello["max_frame"] + b'"}'
+        c.send_raw(big)
+        error, _ = self.wait_for(c, lambda p: p["type"] == "error")
+        self.assertEqual(error["error"]["code"], "frame_too_large", error)
+        bye, _ = self.wait_for(c, lambda p: p["type"] == "bye")
+        self.assertEqual(bye["reason"], "protocol_error")
+        conn = link.conn  # type: ignore[union-attr]
+        self.assertEqual((conn.close_code, conn.close_reason), (1009, "protocol_error"))
+
+    def test_fragments_are_joined_and_pings_answered(self) -> None:
+        # The library fragments a message given as an iterable (RFC 6455
+        # §5.4); the server joins the fragments into one frame body.
+        c = self.client()
+        link = c._link
+        conn = link.conn  # type: ignore[union-attr]
+        conn.send([b'{"type":"ping",', b'"id":"frag', b'mented"}'], text=True)
+        c._awaited.add("fragmented")  # a request sent by hand: let its reply through
+        reply = c._wait_reply("fragmented", time.monotonic() + 5.0, "ping")
+        self.assertIs(reply["ok"], True, reply)
+        self.assertIn("time", reply["result"])
+        pong = conn.ping(b"88mph")  # a WebSocket Ping, below the protocol
+        self.assertTrue(pong.wait(5.0), "no Pong to a Ping")
+        self.assertIn("time", c.ping())
 
     def test_a_foreign_origin_is_refused_before_upgrading(self) -> None:
         c = self.client(connect=False, origin="http://evil.example")
