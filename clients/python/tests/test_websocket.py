@@ -389,6 +389,22 @@ class WebSocketServerTest(ServerTestCase):
         self.assertTrue(pong.wait(5.0), "no Pong to a Ping")
         self.assertIn("time", c.ping())
 
+    def test_byte_count_matches_the_servers_frames(self) -> None:
+        # The link tells a message in transit by the bytes not yet taken as
+        # messages; against the server's own encoder (7-, 16- and 64-bit
+        # lengths) nothing may be left over once all arrived.
+        c = self.client()
+        c.subscribe("laps/sizes")
+        for size in (10, 300, 65_000):
+            c.publish("laps/sizes", "x" * size)
+            m, _ = self.wait_for(c, lambda p: p["type"] == "message")
+            self.assertEqual(len(m["data"]), size)
+        self.assertIn("time", c.ping())
+        link = c._link
+        counting = link.counting  # type: ignore[union-attr]
+        self.assertEqual(counting.received - link.handshake_bytes - link.message_bytes, 0)  # type: ignore[union-attr]
+        self.assertIsNone(link.partial())  # type: ignore[union-attr]
+
     def test_a_foreign_origin_is_refused_before_upgrading(self) -> None:
         c = self.client(connect=False, origin="http://evil.example")
         with self.assertRaises(ConnectionClosed) as cm:
