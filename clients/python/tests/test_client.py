@@ -55,6 +55,12 @@ TRANSPORT = os.environ.get("OUTATIME_TRANSPORT", "tcp")
 """The transport the server tests' clients use: ``tcp`` (default) or ``ws``."""
 if TRANSPORT not in ("tcp", "ws"):
     raise SystemExit(f"OUTATIME_TRANSPORT must be 'tcp' or 'ws', got {TRANSPORT!r}")
+if TRANSPORT == "ws":
+    try:  # fail at once (never skip): the WebSocket run without its client would prove nothing
+        import websockets  # noqa: F401
+    except ImportError as exc:
+        raise SystemExit(f"OUTATIME_TRANSPORT=ws needs the websockets package: "
+                         f"python3 -m pip install --require-hashes -r tools/requirements-web.txt ({exc})")
 
 
 def tcp_only(reason: str) -> Callable[[Any], Any]:
