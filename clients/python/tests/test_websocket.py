@@ -6,7 +6,8 @@
   split and coalesced messages, a large message arriving slowly (read past
   the client's timeout, as over TCP), one that stops midway, binary and
   malformed messages, a Close without ``bye``, a refused upgrade, a peer
-  that goes silent after ``hello`` (``unresponsive`` within seconds). No server.
+  that goes silent after ``hello`` (``unresponsive`` within seconds), TCP
+  keepalive and ``TCP_USER_TIMEOUT`` on its socket as over TCP. No server.
 - ``SecureWebSocketLinkTest``: ``wss://`` against a scripted TLS peer (the
   server has no TLS on its HTTP listener yet): messages, and an unknown
   authority refused as ``tls_failed``.
@@ -263,6 +264,16 @@ class WebSocketLinkTest(unittest.TestCase):
         self.assertEqual(cm.exception.code, "unresponsive", cm.exception.message)
         self.assertLess(time.monotonic() - t0, 8.0, "1 s of silence, then a probe that waits 2 s")
         self.assertFalse(c.connected)
+
+    @unittest.skipUnless(hasattr(socket, "TCP_USER_TIMEOUT"), "Linux socket options")
+    def test_socket_gets_keepalive_and_user_timeout(self) -> None:
+        c, _ = self.make()
+        sock = c._sock
+        assert sock is not None
+        self.assertEqual(sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE), 1)
+        self.assertEqual(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE), 4)
+        self.assertEqual(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT), 8000)
+        self.assertEqual(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY), 1)
 
     def test_bad_arguments_name_the_value(self) -> None:
         with self.assertRaises(ValueError) as cm:
