@@ -51,6 +51,8 @@ from outatime import Client, ConnectionClosed, OutaTimeError, OutaTimeTimeout, P
 from test_client import STOP_TIMEOUT, TRANSPORT, Push, ServerTestCase  # noqa: E402
 from test_tls import TestCA  # noqa: E402
 
+once_only = unittest.skipIf(TRANSPORT == "ws", "needs no server, whatever the transport: runs once, in the TCP run")
+
 GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"  # RFC 6455 §1.3
 
 
@@ -154,6 +156,7 @@ class ScriptedPeer:
         self.listener.close()
 
 
+@once_only
 class WebSocketLinkTest(unittest.TestCase):
     def make(self, timeout: float = 2.0) -> tuple[Client, ScriptedPeer]:
         peer = ScriptedPeer()
@@ -285,6 +288,7 @@ class WebSocketLinkTest(unittest.TestCase):
         self.assertIn("'ws'", str(cm.exception))
 
 
+@once_only
 class SecureWebSocketLinkTest(unittest.TestCase):
     """``wss://`` (``tls=True``): the server has no TLS on its HTTP listener
     yet (PROTOCOL.md §16), so a scripted TLS peer stands in: the same
@@ -338,6 +342,7 @@ except outatime.OutaTimeError as exc:
 """
 
 
+@once_only
 class LazyImportTest(unittest.TestCase):
     def test_tcp_needs_no_websockets_and_ws_says_what_to_install(self) -> None:
         done = subprocess.run([sys.executable, "-c", LAZY, str(HERE.parent)], capture_output=True, text=True,
