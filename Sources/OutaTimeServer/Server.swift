@@ -105,7 +105,7 @@ final class Server {
     /// The files ``tlsContext`` was loaded from.
     private(set) var tlsFiles: TLSFiles?
     /// Bounds the TLS handshake steps per loop iteration.
-    private var handshakeGate: TLSHandshakeGate?
+    var handshakeGate: TLSHandshakeGate?
     /// The HTTP listener (`--http`), if any, and its open connections.
     var httpListener: TCPListener?
     var httpConnections: [Int: HTTPConnection] = [:]
@@ -265,6 +265,9 @@ final class Server {
             bound.tls = listener.localAddress
         }
         if let endpoint = config.http {
+            if config.httpTLS, handshakeGate == nil {
+                handshakeGate = TLSHandshakeGate(loop: loop, perIteration: config.tlsHandshakesPerIteration)
+            }
             bound.http = try startHTTP(endpoint)
         }
         scheduler = Scheduler<String>(loop: loop)
@@ -407,8 +410,9 @@ final class Server {
     /// or (`webSocket`) one upgraded on `GET /ws`, whose input then goes to
     /// ``receivedWebSocket(_:on:)``: the one place input is told apart by
     /// transport. `early`: the session's first bytes, already read.
+    @discardableResult
     func admit(_ stream: SocketStream, host: String?, proxy: String? = nil, webSocket: WebSocketLink? = nil,
-               early: UnsafeRawBufferPointer? = nil, acceptedAt: UInt64? = nil) {
+               early: UnsafeRawBufferPointer? = nil, acceptedAt: UInt64? = nil) -> Session? {
         nextSerial += 1
         counters.connectionsAccepted += 1
         let session = Session(serial: nextSerial, id: "\(bootID)-\(nextSerial)", stream: stream, server: self,
@@ -439,7 +443,7 @@ final class Server {
             })
         } catch {
             destroy(session, reason: .readError)
-            return
+            return nil
         }
         logger.trace("connection accepted", metadata: ["conn.id": "\(session.id)", "peer": "\(host ?? "?")",
                                                        "proxy": "\(proxy ?? "-")", "transport": "\(session.transport)"])
@@ -449,6 +453,7 @@ final class Server {
             case .tls(let tls): tls.receivedEarly(early)
             }
         }
+        return session.state.isClosed ? nil : session
     }
 
     func markDirty(_ session: Session) {

@@ -95,6 +95,12 @@ struct OutaTimeServerCommand: ParsableCommand {
         /readyz need only --http-public). Prefer a TLS-terminating proxy in front.
         """)
     var allowPlainHttp = false
+
+    @Flag(help: """
+        Serve the --http listener over TLS (https://, wss://HOST:PORT/ws) with --tls-cert and --tls-key \
+        (--tls-port is then optional). Browsers need a certificate they trust for the name in the URL.
+        """)
+    var httpTls = false
     @Option(name: .customLong("proxy-from"), help: ArgumentHelp("""
         Trust PROXY protocol headers (v1 or v2: haproxy 'send-proxy' / 'send-proxy-v2') from this \
         balancer address or CIDR network (10.0.0.5, 10.0.0.0/8, 2001:db8::/32); repeat for several. \
@@ -305,6 +311,7 @@ struct OutaTimeServerCommand: ParsableCommand {
         config.httpPublic = httpPublic
         config.maxHTTPConnectionsPerAddress = httpMaxConnectionsPerAddress
         config.allowPlainHTTP = allowPlainHttp
+        config.httpTLS = httpTls
         do {
             config.httpAllowedOrigins = try httpAllowOrigin.map { origin throws(ConfigError) in
                 try WebOrigin.parse(allowOrigin: origin)

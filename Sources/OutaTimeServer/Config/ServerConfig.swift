@@ -127,6 +127,9 @@ public struct ServerConfig: Sendable {
     /// cross the network in clear. Without it `/ws` answers `403` there
     /// (`/metrics`, `/healthz`, `/readyz` need only ``httpPublic``).
     public var allowPlainHTTP = false
+    /// The HTTP listener speaks TLS (`--http-tls`: `https://`, `wss://`)
+    /// with the server's certificate (``tls``).
+    public var httpTLS = false
     /// A connection that has not sent `hello` within this time is closed.
     /// For TLS, the handshake counts within this time.
     public var helloTimeoutMs = 10_000
@@ -310,7 +313,11 @@ public struct ServerConfig: Sendable {
             try require((0...65535).contains(tlsPort), "--tls-port \(tlsPort) is not a TCP port (0…65535; 0 picks a free port)")
             try require(tls != nil, "--tls-port needs --tls-cert FILE and --tls-key FILE")
         } else {
-            try require(tls == nil, "--tls-cert and --tls-key need --tls-port PORT (the TLS listener)")
+            try require(tls == nil || httpTLS, "--tls-cert and --tls-key need --tls-port PORT (the TLS listener) or --http-tls")
+        }
+        if httpTLS {
+            try require(http != nil, "--http-tls needs --http HOST:PORT (the listener it secures)")
+            try require(tls != nil, "--http-tls needs --tls-cert FILE and --tls-key FILE (the certificate it serves)")
         }
         try require(maxHTTPConnectionsPerAddress >= 1,
                     "--http-max-connections-per-address \(maxHTTPConnectionsPerAddress) must be at least 1")

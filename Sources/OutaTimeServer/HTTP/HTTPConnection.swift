@@ -10,7 +10,8 @@ import UV
 /// not read (``Server/answerHTTP(_:)``).
 final class HTTPConnection {
     let serial: Int
-    let stream: TCPStream
+    /// Plain TCP, or TLS with `--http-tls` (``ServerConfig/httpTLS``).
+    let stream: SocketStream
     /// The client's IP address, its key in ``Server/httpAddresses`` (nil
     /// if the peer's address could not be read).
     let peerHost: String?
@@ -32,7 +33,7 @@ final class HTTPConnection {
     /// per-iteration share of ``Server/answerHTTP(_:)``).
     var waitsForTurn = false
 
-    init(serial: Int, stream: TCPStream, peerHost: String?, now: UInt64) {
+    init(serial: Int, stream: SocketStream, peerHost: String?, now: UInt64) {
         self.serial = serial
         self.stream = stream
         self.peerHost = peerHost

@@ -52,11 +52,25 @@ extension Server {
         }
         guard let tcp = try? listener.accept() else { return }
         tcp.setNoDelay()
+        let stream: SocketStream
+        if config.httpTLS, let tlsContext {
+            // `--http-tls` (https://, wss://): the TLS stream of the TLS
+            // listener, its handshakes through the same per-iteration gate.
+            do {
+                stream = .tls(try TLSStream(accepting: tcp, context: tlsContext, gate: handshakeGate))
+            } catch {
+                logger.error("cannot start TLS on an HTTP connection", metadata: ["error": "\(error)"])
+                tcp.close()
+                return
+            }
+        } else {
+            stream = .tcp(tcp)
+        }
         nextHTTPSerial += 1
         let host = tcp.peerAddress?.host
-        let connection = HTTPConnection(serial: nextHTTPSerial, stream: tcp, peerHost: host, now: loop.now)
+        let connection = HTTPConnection(serial: nextHTTPSerial, stream: stream, peerHost: host, now: loop.now)
         httpConnections[connection.serial] = connection
-        tcp.onWriteError = { [unowned self, unowned connection] _ in self.dropHTTP(connection) }
+        stream.onWriteError = { [unowned self, unowned connection] _ in self.dropHTTP(connection) }
         if let host {
             let held = httpAddresses[host, default: 0]
             httpAddresses[host] = held + 1
@@ -68,7 +82,7 @@ extension Server {
             }
         }
         do {
-            try tcp.startReading(onData: { [unowned self, unowned connection] bytes in
+            try stream.startReading(onData: { [unowned self, unowned connection] bytes in
                 self.receivedHTTP(bytes, on: connection)
             }, onEnd: { [unowned self, unowned connection] _ in
                 self.dropHTTP(connection)
@@ -83,6 +97,8 @@ extension Server {
     private func refuseHTTP(_ connection: HTTPConnection, host: String) {
         counters.httpRefusedPerAddress += 1
         logger.debug("http connection refused", metadata: ["peer": "\(host)", "limit": "\(config.maxHTTPConnectionsPerAddress)"])
+        // Over TLS a 503 would cost the handshake the cap is there to spare.
+        if connection.stream.tls != nil { return dropHTTP(connection) }
         let response = HTTPResponse(status: .serviceUnavailable, body: "too many HTTP connections from \(host): at most "
             + "\(config.maxHTTPConnectionsPerAddress) at once (--http-max-connections-per-address); close one first\n")
         connection.send(response.bytes(keepAlive: false, headOnly: false))

@@ -15,7 +15,7 @@ extension Server {
     /// the upgrade.
     func answerWebSocket(_ head: HTTPRequestHead, on connection: HTTPConnection) {
         let key: String
-        switch webSocketAdmission(head, tls: false) {
+        switch webSocketAdmission(head, tls: connection.stream.tls != nil) {
         case .accept(let accepted):
             key = accepted
         case .refuse(let refusal):
@@ -33,13 +33,16 @@ extension Server {
         counters.webSocketUpgrades += 1
         let early = connection.handOver()
         releaseHTTP(connection)
-        let tcp = connection.stream
+        let stream = connection.stream
         // The 101 goes first; the session's frames queue behind it.
-        tcp.enqueue(OwnedBytes(upgrade))
-        tcp.flush()
-        tcp.setLiveness(config.tcpLiveness)
-        early.withUnsafeBytes { early in
-            admit(.tcp(tcp), host: host, webSocket: WebSocketLink(maxMessageBytes: config.maxFrame), early: early)
+        stream.enqueue(OwnedBytes(upgrade))
+        stream.flush()
+        stream.tcp.setLiveness(config.tcpLiveness)
+        let session = admit(stream, host: host, webSocket: WebSocketLink(maxMessageBytes: config.maxFrame))
+        // Bytes that followed the head in the same read (plaintext, also
+        // over TLS): the session's first input.
+        if let session, !early.isEmpty {
+            early.withUnsafeBytes { receivedWebSocket($0, on: session) }
         }
     }
 
