@@ -388,19 +388,50 @@ class _LengthPrefixedLink(_Link):
         self.sock.close()
 
 
-class _CountingSocket(socket.socket):
-    """A TCP socket that notes when bytes arrive and how many. The WebSocket
-    library reads it from its own thread; the client reads the two numbers
-    (single writer, so plain attributes suffice)."""
+class _Arrivals:
+    """What came in on a WebSocket link's socket: how many bytes, when the
+    last ones did, and a TLS failure met while reading. The library's reader
+    thread writes them (through the sockets below), the client reads them:
+    one writer, so plain attributes suffice."""
 
-    received = 0
-    last_received = 0.0
+    def __init__(self) -> None:
+        self.received = 0
+        self.last_received = time.monotonic()
+        self.failure: Optional[ssl.SSLError] = None
 
-    def recv(self, bufsize: int, flags: int = 0) -> bytes:  # type: ignore[override]
-        data = super().recv(bufsize, flags)
+    def note(self, data: bytes) -> None:
         if data:
             self.received += len(data)
             self.last_received = time.monotonic()
+
+
+class _CountingSocket(socket.socket):
+    """The TCP socket of a ``ws://`` link: notes its arrivals."""
+
+    arrivals: _Arrivals
+
+    def recv(self, bufsize: int, flags: int = 0) -> bytes:  # type: ignore[override]
+        data = super().recv(bufsize, flags)
+        self.arrivals.note(data)
+        return data
+
+
+class _CountingSSLSocket(ssl.SSLSocket):
+    """The TLS socket of a ``wss://`` link: notes its arrivals, and keeps the
+    TLS failure the library's reader thread would swallow (TLS 1.3 reports a
+    refused client certificate only on the first read, during the upgrade).
+    ``ssl`` makes the instance (``SSLContext.sslsocket_class``), so each link
+    gets a subclass whose ``arrivals`` are its own."""
+
+    arrivals: _Arrivals
+
+    def recv(self, buflen: int = 1024, flags: int = 0) -> bytes:
+        try:
+            data = super().recv(buflen, flags)
+        except ssl.SSLError as exc:
+            self.arrivals.failure = exc
+            raise
+        self.arrivals.note(data)
         return data
 
 
@@ -421,8 +452,8 @@ class _WebSocketLink(_Link):
     messages. To see a large message arriving slowly (issue 27: the timeout
     bounds silence, not a whole frame), the socket counts the bytes it
     receives: those not yet accounted for by the handshake and the messages
-    taken are a message in transit. Over ``wss://`` the library's TLS socket
-    replaces ours, so only whole messages count there.
+    taken are a message in transit. Over ``wss://`` with an ``ssl_context``
+    of the caller's (not ours to change) only whole messages count.
     """
 
     CLOSE_TIMEOUT = 0.25
@@ -430,7 +461,7 @@ class _WebSocketLink(_Link):
     with unread messages queued the library reads nothing more, so the
     server's Close could only arrive after this wait anyway."""
 
-    def __init__(self, conn: Any, counting: Optional[_CountingSocket], url: str) -> None:
+    def __init__(self, conn: Any, counting: Optional[_Arrivals], url: str) -> None:
         self.conn = conn
         self.sock = conn.socket
         self.url = url
@@ -456,9 +487,16 @@ class _WebSocketLink(_Link):
         except ConnectionClosed:
             sock.close()
             raise
+        arrivals = _Arrivals()
         counting = _CountingSocket(sock.family, sock.type, sock.proto, fileno=sock.detach())
+        counting.arrivals = arrivals
         counting.settimeout(None)  # the library's reader thread blocks in select, then reads
-        counting.last_received = time.monotonic()
+        counted = True
+        if context is not None:
+            if client.ssl_context is None:  # ours: count (and keep failures) on the TLS socket
+                context.sslsocket_class = type("_LinkSSLSocket", (_CountingSSLSocket,), {"arrivals": arrivals})
+            else:
+                counted = False
         where = f"{client.host}:{client.port}"
         try:
             conn = ws_connect(
@@ -488,11 +526,13 @@ class _WebSocketLink(_Link):
             raise ConnectionClosed("tls_failed", f"TLS handshake with {where} failed: {exc}") from exc
         except TimeoutError as exc:
             raise OutaTimeTimeout(f"the WebSocket upgrade of {url} took longer than {client.timeout} s") from exc
-        except wsx.InvalidHandshake as exc:
-            raise ProtocolError(f"{url} answered the WebSocket upgrade wrongly: {exc}") from exc
         except (OSError, wsx.WebSocketException) as exc:
+            if arrivals.failure is not None:  # e.g. our client certificate refused after the handshake
+                raise ConnectionClosed("tls_failed", f"TLS with {where} failed: {arrivals.failure}") from exc
+            if isinstance(exc, wsx.InvalidHandshake):
+                raise ProtocolError(f"{url} answered the WebSocket upgrade wrongly: {exc}") from exc
             raise ConnectionClosed("connect_failed", f"cannot open {url}: {exc}") from exc
-        return _WebSocketLink(conn, counting if not client.tls else None, url)
+        return _WebSocketLink(conn, arrivals if counted else None, url)
 
     def _closed(self, exc: Exception, doing: str) -> OutaTimeError:
         from websockets import exceptions as wsx

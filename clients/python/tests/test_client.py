@@ -214,9 +214,10 @@ class ServerTestCase(unittest.TestCase):
         rc = self.server.stop()
         self.assertEqual(rc, 0, f"server exit code; log:\n{self.server.log_text()}")
 
-    def client(self, name: Optional[str] = "tester", connect: bool = True, **kw: Any) -> Client:
+    def client(self, name: Optional[str] = "tester", connect: bool = True, port: Optional[int] = None,
+               **kw: Any) -> Client:
         kw.setdefault("transport", TRANSPORT)
-        c = Client("127.0.0.1", self.server.client_port, name=name, **kw)
+        c = Client("127.0.0.1", self.server.client_port if port is None else port, name=name, **kw)
         self.clients.append(c)
         if connect:
             c.connect()

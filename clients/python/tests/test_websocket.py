@@ -9,8 +9,9 @@
   that goes silent after ``hello`` (``unresponsive`` within seconds), TCP
   keepalive and ``TCP_USER_TIMEOUT`` on its socket as over TCP. No server.
 - ``SecureWebSocketLinkTest``: ``wss://`` against a scripted TLS peer (the
-  server has no TLS on its HTTP listener yet): messages, and an unknown
-  authority refused as ``tls_failed``.
+  WebSocket run covers the server's ``--http-tls`` through test_tls.py):
+  messages, a large one arriving slowly, an unknown authority refused as
+  ``tls_failed``.
 - ``WebSocketServerTest`` (the WebSocket run only, ``OUTATIME_TRANSPORT=ws``):
   what the real server's ``/ws`` does with messages the protocol forbids
   (invalid UTF-8, binary: an ``error`` push ``bad_frame``, ``bye
@@ -290,9 +291,9 @@ class WebSocketLinkTest(unittest.TestCase):
 
 @once_only
 class SecureWebSocketLinkTest(unittest.TestCase):
-    """``wss://`` (``tls=True``): the server has no TLS on its HTTP listener
-    yet (PROTOCOL.md §16), so a scripted TLS peer stands in: the same
-    ``ssl`` context, checks and ``tls_failed`` errors as TLS over TCP."""
+    """``wss://`` (``tls=True``) against a scripted TLS peer: the same ``ssl``
+    context, checks and ``tls_failed`` errors as TLS over TCP. (The real
+    server's ``--http-tls`` is tested by test_tls.py in the WebSocket run.)"""
 
     def setUp(self) -> None:
         folder = tempfile.TemporaryDirectory(prefix="outatime-wss-")
@@ -315,6 +316,24 @@ class SecureWebSocketLinkTest(unittest.TestCase):
         self.assertIsInstance(peer.conn, ssl.SSLSocket)
         peer.send(text({"type": "message", "channel": "laps/a", "data": "over TLS"}))
         self.assertEqual(c.next_push(5.0)["data"], "over TLS")
+
+    def test_large_message_arriving_slowly_is_read_over_tls(self) -> None:
+        # The TLS socket counts the bytes it decrypts, as the TCP one does.
+        peer = ScriptedPeer(tls=self.context)
+        self.addCleanup(peer.close)
+        c = Client("127.0.0.1", peer.port, transport="ws", tls=True, ca_file=self.ca.cert, timeout=0.2)
+        self.addCleanup(c.close)
+        c._open()
+        self.assertTrue(peer.upgraded.wait(5))
+        data = text({"type": "message", "channel": "laps/a", "data": "x" * 65_000})
+
+        def trickle() -> None:
+            for start in range(0, len(data), 4096):
+                peer.send(data[start:start + 4096])
+                time.sleep(0.05)
+
+        threading.Thread(target=trickle, daemon=True).start()
+        self.assertEqual(len(c.next_push(0.5)["data"]), 65_000)
 
     def test_unknown_authority_is_tls_failed(self) -> None:
         other = TestCA(self.folder, "other")
