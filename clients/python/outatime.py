@@ -529,6 +529,11 @@ class _WebSocketLink(_Link):
         except (OSError, wsx.WebSocketException) as exc:
             if arrivals.failure is not None:  # e.g. our client certificate refused after the handshake
                 raise ConnectionClosed("tls_failed", f"TLS with {where} failed: {arrivals.failure}") from exc
+            if isinstance(exc, wsx.InvalidMessage) and isinstance(exc.__cause__, EOFError):
+                # Closed before any answer (a server going down, a path
+                # cut): a failed connection, to retry, not a wrong answer.
+                raise ConnectionClosed(
+                    "connection_closed", f"{url} closed the connection before answering the WebSocket upgrade") from exc
             if isinstance(exc, wsx.InvalidHandshake):
                 raise ProtocolError(f"{url} answered the WebSocket upgrade wrongly: {exc}") from exc
             raise ConnectionClosed("connect_failed", f"cannot open {url}: {exc}") from exc

@@ -181,6 +181,18 @@ class CuttingRelay:
 
 
 class IdempotencyTest(ServerTestCase):
+    def setUp(self) -> None:
+        super().setUp()
+        self.relays: list[CuttingRelay] = []
+
+    def tearDown(self) -> None:
+        # A relay restarting the server (on_cut) must be done before the
+        # server is stopped, even when the test failed first: else both
+        # would stop and start it at once.
+        for relay in self.relays:
+            if relay.cut.is_set():
+                relay.ready.wait(30)
+        super().tearDown()
     def timers(self) -> list:
         c = self.client(name="checker")
         try:
@@ -216,6 +228,7 @@ class IdempotencyTest(ServerTestCase):
             self.server.start()
 
         relay = CuttingRelay(lambda: self.server.client_port, on_cut=restart)
+        self.relays.append(relay)
         self.addCleanup(relay.close)
         c = Client("127.0.0.1", relay.port, transport=TRANSPORT, name="retrier", timeout=20.0)
         self.clients.append(c)

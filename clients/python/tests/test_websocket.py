@@ -234,6 +234,18 @@ class WebSocketLinkTest(unittest.TestCase):
         self.assertIn("store failed", cm.exception.message)
         self.assertFalse(c.connected)
 
+    def test_closed_before_answering_the_upgrade_is_retryable(self) -> None:
+        # What a retry meets while the path is down or the server restarts:
+        # a connection failure to retry, not a protocol error that ends it.
+        peer = ScriptedPeer(refuse=b"")
+        self.addCleanup(peer.close)
+        c = Client("127.0.0.1", peer.port, transport="ws")
+        with self.assertRaises(ConnectionClosed) as cm:
+            c.connect()
+        self.assertEqual(cm.exception.code, "connection_closed")
+        self.assertTrue(cm.exception.retryable)
+        self.assertIn("before answering the WebSocket upgrade", cm.exception.message)
+
     def test_refused_upgrade_names_the_status_and_body(self) -> None:
         body = b"origin http://evil.example is not allowed"
         peer = ScriptedPeer(refuse=b"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: "
