@@ -92,7 +92,7 @@ struct OutaTimeServerCommand: ParsableCommand {
     @Flag(help: """
         Serve /ws on a non-loopback --http address (with --http-public) without TLS: tokens and boards \
         then cross the network in clear. Without it, /ws there answers 403 (/metrics, /healthz and \
-        /readyz need only --http-public). Prefer a TLS-terminating proxy in front.
+        /readyz need only --http-public). Prefer --http-tls.
         """)
     var allowPlainHttp = false
 

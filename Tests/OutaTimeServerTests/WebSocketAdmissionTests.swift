@@ -62,7 +62,7 @@ struct WebSocketAdmissionTests {
         }
     }
 
-    @Test("with --tokens any Host name is served (the token in hello is the guard); the Origin rule still holds")
+    @Test("with --tokens any Host name is served (the token in hello is the guard, a bad one gets Close 1008); the Origin rule still holds")
     func tokensLiftTheHostRule() throws {
         let token = String(repeating: "k", count: 32)
         try withTestServer({
@@ -77,6 +77,13 @@ struct WebSocketAdmissionTests {
             let foreign = try WebSocketTestClient.handshake(port: server.httpPort, host: "boards.example",
                                                              origin: "http://evil.example").0
             #expect(foreign.status == 403)
+            // A bad token: bye unauthorized, then Close 1008 (policy).
+            let (_, badSocket) = try WebSocketTestClient.handshake(port: server.httpPort, host: "boards.example")
+            let bad = WebSocketTestClient(socket: badSocket)
+            try bad.send(["type": "hello", "id": 1, "protocol": 1, "token": "not-the-token"])
+            let close = try bad.readClose(timeout: 10)
+            #expect(bad.pushes.last?["reason"] as? String == "unauthorized", "\(bad.pushes)")
+            #expect(close.code == 1008 && close.reason == "unauthorized", "\(close)")
         }
     }
 

@@ -168,4 +168,28 @@ struct WebSocketTransportTests {
             #expect(stats[object: "closes"]?[int: "peer_closed"] == 1, "\(stats)")
         }
     }
+
+    @Test("WebSocket Pings and Pongs alone count as activity; a silent client gets bye idle_timeout and Close 1000")
+    func controlFramesAreActivity() throws {
+        try withTestServer({ Self.configure(&$0); $0.heartbeatMs = 500 }) { server in
+            let pinging = try WebSocketTestClient(port: server.httpPort)
+            try pinging.hello()
+            let silent = try WebSocketTestClient(port: server.httpPort)
+            try silent.hello()
+            // 2 s of control frames only (the idle timeout is 1 s): a Ping, then a Pong, every 100 ms.
+            let start = Date()
+            var sent = 0
+            while Date().timeIntervalSince(start) < 2.0 && sent < 100 {
+                try pinging.socket.sendRaw(WebSocketTestClient.frame(sent % 2 == 0 ? .ping : .pong, [UInt8(sent & 0xFF)]))
+                sent += 1
+                usleep(100_000)
+            }
+            #expect(sent >= 10)
+            #expect(try pinging.request("ping").isOK, "kept by control frames alone")
+            #expect(!pinging.pushes.contains { $0.type == "bye" }, "\(pinging.pushes)")
+            let close = try silent.readClose(timeout: 10)
+            #expect(silent.pushes.last?["reason"] as? String == "idle_timeout", "\(silent.pushes)")
+            #expect(close.code == 1000 && close.reason == "idle_timeout", "\(close)")
+        }
+    }
 }

@@ -106,6 +106,50 @@ public struct WebSocketDecoder: Sendable {
         }
     }
 
+    /// Decodes `chunk` and hands out what it holds, in order: each text
+    /// message to `onText` (its bytes valid only during the call), every
+    /// other event to `onEvent`. Returns false once the stream has ended (a
+    /// Close or a failure went to `onEvent`).
+    ///
+    /// Whole unmasked text frames lying inside `chunk` (what a client
+    /// reads from a server) are passed in place, without a copy, while
+    /// nothing is buffered; everything else goes through ``append(_:)`` and
+    /// ``next()``. Same events as those, for any split of the input.
+    @discardableResult
+    public mutating func feed(
+        _ chunk: UnsafeRawBufferPointer,
+        onText: (UnsafeRawBufferPointer) -> Void,
+        onEvent: (WebSocketEvent) -> Void
+    ) -> Bool {
+        guard !isFinished else { return false }
+        var offset = 0
+        if start == buffer.count && !inMessage && !requireMasked {
+            while offset < chunk.count {
+                let rest = UnsafeRawBufferPointer(rebasing: chunk[offset...])
+                guard case .header(let header) = WebSocketFrameHeader.parse(rest),
+                      header.mask == nil, header.fin, header.opcode == .text,
+                      header.payloadLength <= UInt64(maxMessageBytes),
+                      UInt64(rest.count - header.size) >= header.payloadLength else { break }
+                let payload = UnsafeRawBufferPointer(rebasing: rest[header.size..<header.size + Int(header.payloadLength)])
+                // Invalid UTF-8 takes the slow path, which reports it.
+                guard case .success = Self.utf8Prefix(payload, final: true) else { break }
+                onText(payload)
+                offset += header.size + payload.count
+            }
+        }
+        if offset < chunk.count {
+            append(UnsafeRawBufferPointer(rebasing: chunk[offset...]))
+            while let event = next() {
+                if case .text(let bytes) = event {
+                    bytes.withUnsafeBytes { onText($0) }
+                } else {
+                    onEvent(event)
+                }
+            }
+        }
+        return !isFinished
+    }
+
     /// What one frame at the front of the buffer amounts to.
     private enum Step {
         case needMore

@@ -7,7 +7,9 @@ import UV
 /// refused head, at the head timeout with an incomplete head, at the hello
 /// timeout idle between heads, and when the server stops. The server takes its heads one at a time
 /// (``nextHead()``), so that pipelined heads wait while their answers are
-/// not read (``Server/answerHTTP(_:)``).
+/// not read (``Server/answerHTTP(_:)``). A `GET /ws` that is upgraded
+/// hands the connection over (``handOver()``): its stream then belongs to a
+/// protocol ``Session`` (``Server/answerWebSocket(_:on:)``).
 final class HTTPConnection {
     let serial: Int
     /// Plain TCP, or TLS with `--http-tls` (``ServerConfig/httpTLS``).
