@@ -124,8 +124,9 @@ test: deps test-deps ## Build and run every test
 	$(MAKE) test-cluster
 	$(MAKE) wan-quick
 
-test-python: build ## Run the Python client's tests against the server
-	python3 -m unittest discover -s clients/python/tests -v
+test-python: build ## Run the Python client's tests against the server, over TCP, then over WebSocket (/ws, needs websockets)
+	OUTATIME_TRANSPORT=tcp python3 -m unittest discover -s clients/python/tests -v
+	OUTATIME_TRANSPORT=ws python3 -m unittest discover -s clients/python/tests -v
 
 # Outside `swift test`: `make install` runs SwiftPM, which waits for the
 # build directory that a running `swift test` holds.

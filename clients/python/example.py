@@ -19,7 +19,7 @@ from typing import Any, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from outatime import DEFAULT_PORT, Client, ConnectionClosed, OutaTimeError  # noqa: E402
+from outatime import DEFAULT_PORT, TRANSPORTS, Client, ConnectionClosed, OutaTimeError  # noqa: E402
 
 MONTHS = ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")
 
@@ -44,6 +44,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--host", default=os.environ.get("OUTATIME_HOST", "127.0.0.1"))
     parser.add_argument("--port", type=int, default=int(os.environ.get("OUTATIME_PORT", DEFAULT_PORT)))
+    parser.add_argument("--transport", choices=TRANSPORTS, default="tcp",
+                        help="tcp (default): --port is the protocol port; ws: --port is the server's HTTP port "
+                             "(--http) and the client speaks WebSocket to /ws (needs the websockets package)")
     parser.add_argument("--name", default="Marty", help="display name others see (default: Marty)")
     parser.add_argument("--token", default=os.environ.get("OUTATIME_TOKEN"), help="token, when the server has a tokens file")
     parser.add_argument("--channel", default="delorean/demo", help="a delorean/<car> channel (default: delorean/demo)")
@@ -54,7 +57,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         parser.error("--channel must be a delorean/<car> channel")
 
     try:
-        with Client(args.host, args.port, name=args.name, token=args.token) as client:
+        with Client(args.host, args.port, name=args.name, token=args.token, transport=args.transport) as client:
             hello = client.hello
             print(f"connected to {hello['server']} as {args.name} (session {hello['session']}, role {hello['role']})")
             sub = client.subscribe(args.channel)

@@ -1,8 +1,10 @@
 """A small, synchronous Python client for the OutaTime wire protocol, version 1.
 
 Written from ``protocol/PROTOCOL.md`` alone, with the Python 3.11 standard
-library only. One :class:`Client` is one TCP connection (plain, or TLS with ``tls=True``,
-through :mod:`ssl`) to ``outatime-server``:
+library only (the WebSocket transport adds the ``websockets`` package). One
+:class:`Client` is one TCP connection (plain, or TLS with ``tls=True``,
+through :mod:`ssl`) to ``outatime-server``, or one WebSocket connection with
+``transport="ws"``:
 
     from outatime import Client, OutaTimeError
 
@@ -18,6 +20,18 @@ through :mod:`ssl`) to ``outatime-server``:
 Framing (section 1): every frame is a 4-byte unsigned big-endian length ``N``
 followed by ``N`` bytes of UTF-8 JSON encoding one object. Frames from the
 server are accepted up to 16 MiB; anything longer is a protocol error.
+
+WebSocket (PROTOCOL.md, "WebSocket transport"): ``Client(host, http_port,
+transport="ws")`` connects to ``ws://host:http_port/ws`` on the server's HTTP
+listener (``--http``); ``tls=True`` makes it ``wss://``. One text message is
+one frame body, both ways. The framing is the ``websockets`` package's sync
+client (pinned in ``tools/requirements-web.txt``), an RFC 6455
+implementation independent of the server's, imported only when this
+transport is used: the TCP client needs nothing beyond the standard library.
+Everything above the framing (requests, pushes, heartbeat, liveness,
+reconnect, retries, trackers) is the same code for both transports: a link
+object (``_LengthPrefixedLink`` or ``_WebSocketLink``) reads and writes frame
+bodies and knows nothing else.
 
 The client is single-threaded and not thread-safe: frames are only read while
 a method of the client runs. Replies are matched to requests by ``id``; pushes
@@ -35,7 +49,7 @@ variance + 0.2 s, measured on ``hello`` and ``ping`` replies as TCP does, at
 least ``probe_timeout_floor`` (default 2 s) — the connection is closed and
 :class:`ConnectionClosed` with code ``unresponsive`` is raised: a dead path
 is noticed within about 3 s instead of never. The socket also gets TCP
-keepalive and ``TCP_USER_TIMEOUT`` (Linux). After a reconnect
+keepalive and ``TCP_USER_TIMEOUT`` (Linux), over either transport. After a reconnect
 (:meth:`Client.connect` again) ``hello`` carries the previous ``resume_key``,
 so the server drops the old session at once instead of listing it twice.
 """
@@ -65,6 +79,7 @@ __all__ = [
     "PROTOCOL_VERSION",
     "MAX_SERVER_FRAME",
     "DEFAULT_PORT",
+    "TRANSPORTS",
 ]
 
 PROTOCOL_VERSION = 1
@@ -72,6 +87,10 @@ PROTOCOL_VERSION = 1
 
 DEFAULT_PORT = 1985
 """The server's default TCP port."""
+
+TRANSPORTS = ("tcp", "ws")
+"""``Client(transport=...)``: length-prefixed frames over TCP (or TLS), or
+WebSocket text messages on the server's HTTP listener (``--http``)."""
 
 MAX_SERVER_FRAME = 16 * 1024 * 1024
 """The longest frame body accepted from the server: 16 MiB (section 1)."""
@@ -261,6 +280,343 @@ class Channel:
 
 
 # --------------------------------------------------------------------------
+# Transports: the seam between the client and the wire
+# --------------------------------------------------------------------------
+
+
+class _Link:
+    """One open connection as a carrier of frame bodies, whatever the framing.
+
+    The client above it (requests, pushes, heartbeat, liveness, reconnect,
+    retries, trackers) is the same for every transport. A link raises this
+    module's exceptions (:class:`ConnectionClosed`, :class:`ProtocolError`,
+    :class:`OutaTimeTimeout`); the client then drops it.
+    """
+
+    sock: socket.socket
+    last_received: float = 0.0
+    """``time.monotonic()`` of the last bytes received (any: a part of a frame counts)."""
+
+    def read_frame(self, wait: float) -> Optional[Union[bytes, str]]:
+        """One whole frame body, waiting at most ``wait`` seconds (0: only
+        what has arrived already); None when none is complete by then."""
+        raise NotImplementedError
+
+    def partial(self) -> Optional[str]:
+        """When part of a frame has arrived and not the rest: how much, for
+        an error message; else None."""
+        raise NotImplementedError
+
+    def write_frame(self, body: bytes, timeout: float) -> None:
+        """Send one frame body; ``timeout`` bounds the send."""
+        raise NotImplementedError
+
+    def close(self, graceful: bool) -> None:
+        """Close (idempotent). ``graceful``: the transport's closing handshake, if it has one."""
+        raise NotImplementedError
+
+
+class _LengthPrefixedLink(_Link):
+    """Section 1 over TCP or TLS: a 4-byte unsigned big-endian length, then
+    the body. Bodies up to :data:`MAX_SERVER_FRAME` are accepted."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.buf = bytearray()
+        self.last_received = time.monotonic()
+
+    def _take(self) -> Optional[bytes]:
+        if len(self.buf) < 4:
+            return None
+        (length,) = _LENGTH.unpack(self.buf[:4])
+        if length > MAX_SERVER_FRAME:
+            raise ProtocolError(f"the server announced a frame of {length} bytes; the limit is {MAX_SERVER_FRAME}")
+        if length < 2:
+            raise ProtocolError(f"the server sent a frame of {length} bytes; a JSON object needs at least 2")
+        if len(self.buf) < 4 + length:
+            return None
+        body = bytes(self.buf[4:4 + length])
+        del self.buf[:4 + length]
+        return body
+
+    def read_frame(self, wait: float) -> Optional[Union[bytes, str]]:
+        body = self._take()
+        if body is not None or wait <= 0:
+            return body
+        need = 4 + _LENGTH.unpack(self.buf[:4])[0] - len(self.buf) if len(self.buf) >= 4 else 4
+        self.sock.settimeout(wait)
+        try:
+            chunk = self.sock.recv(min(max(65536, need), 1 << 20))
+        except socket.timeout:
+            return None
+        except ssl.SSLError as exc:
+            # e.g. the server refused our client certificate (TLS 1.3
+            # reports that after the handshake, on the first read).
+            raise ConnectionClosed("tls_failed", f"reading failed: {exc}") from exc
+        except OSError as exc:
+            raise ConnectionClosed("connection_closed", f"reading failed: {exc}") from exc
+        if not chunk:
+            raise ConnectionClosed("connection_closed", "the server closed the connection without a bye")
+        self.last_received = time.monotonic()
+        self.buf += chunk
+        return self._take()
+
+    def partial(self) -> Optional[str]:
+        if not self.buf:
+            return None
+        if len(self.buf) < 4:
+            return f"{len(self.buf)} of a frame's 4 header bytes read"
+        length = _LENGTH.unpack(self.buf[:4])[0]
+        return f"{len(self.buf) - 4} of a {length}-byte frame's body read"
+
+    def write_frame(self, body: bytes, timeout: float) -> None:
+        try:
+            self.sock.settimeout(timeout)
+            self.sock.sendall(_LENGTH.pack(len(body)) + body)
+        except socket.timeout as exc:
+            raise OutaTimeTimeout(f"sending a frame took longer than {timeout} s") from exc
+        except ssl.SSLError as exc:
+            raise ConnectionClosed("tls_failed", f"sending failed: {exc}") from exc
+        except OSError as exc:
+            raise ConnectionClosed("connection_closed", f"sending failed: {exc}") from exc
+
+    def close(self, graceful: bool) -> None:
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.sock.close()
+
+
+class _Arrivals:
+    """What came in on a WebSocket link's socket: how many bytes, when the
+    last ones did, and a TLS failure met while reading. The library's reader
+    thread writes them (through the sockets below), the client reads them:
+    one writer, so plain attributes suffice."""
+
+    def __init__(self) -> None:
+        self.received = 0
+        self.last_received = time.monotonic()
+        self.failure: Optional[ssl.SSLError] = None
+
+    def note(self, data: bytes) -> None:
+        if data:
+            self.received += len(data)
+            self.last_received = time.monotonic()
+
+
+class _CountingSocket(socket.socket):
+    """The TCP socket of a ``ws://`` link: notes its arrivals."""
+
+    arrivals: _Arrivals
+
+    def recv(self, bufsize: int, flags: int = 0) -> bytes:  # type: ignore[override]
+        data = super().recv(bufsize, flags)
+        self.arrivals.note(data)
+        return data
+
+
+class _CountingSSLSocket(ssl.SSLSocket):
+    """The TLS socket of a ``wss://`` link: notes its arrivals, and keeps the
+    TLS failure the library's reader thread would swallow (TLS 1.3 reports a
+    refused client certificate only on the first read, during the upgrade).
+    ``ssl`` makes the instance (``SSLContext.sslsocket_class``), so each link
+    gets a subclass whose ``arrivals`` are its own."""
+
+    arrivals: _Arrivals
+
+    def recv(self, buflen: int = 1024, flags: int = 0) -> bytes:
+        try:
+            data = super().recv(buflen, flags)
+        except ssl.SSLError as exc:
+            self.arrivals.failure = exc
+            raise
+        self.arrivals.note(data)
+        return data
+
+
+def _websocket_frame_size(payload: int) -> int:
+    """Bytes on the wire of an unmasked, unfragmented server frame (RFC 6455 §5.2)."""
+    return payload + (2 if payload < 126 else 4 if payload < 65536 else 10)
+
+
+class _WebSocketLink(_Link):
+    """Protocol frames as WebSocket text messages (PROTOCOL.md, "WebSocket
+    transport"), framed by the ``websockets`` library's sync client: an RFC
+    6455 implementation independent of the server's. One text message is one
+    frame body, both ways; messages up to :data:`MAX_SERVER_FRAME` are
+    accepted. The library's own keepalive pings are off: the protocol's
+    heartbeat and liveness probes (section 3) work as over TCP.
+
+    The library reads the socket in a thread of its own and hands out whole
+    messages. To see a large message arriving slowly (issue 27: the timeout
+    bounds silence, not a whole frame), the socket counts the bytes it
+    receives: those not yet accounted for by the handshake and the messages
+    taken are a message in transit. Over ``wss://`` with an ``ssl_context``
+    of the caller's (not ours to change) only whole messages count.
+    """
+
+    CLOSE_TIMEOUT = 0.25
+    """The longest a graceful close waits for the server's Close frame. Short:
+    with unread messages queued the library reads nothing more, so the
+    server's Close could only arrive after this wait anyway."""
+
+    def __init__(self, conn: Any, counting: Optional[_Arrivals], url: str) -> None:
+        self.conn = conn
+        self.sock = conn.socket
+        self.url = url
+        self.counting = counting
+        self.handshake_bytes = counting.received if counting is not None else 0
+        self.message_bytes = 0
+        self.last_received = time.monotonic()
+
+    @staticmethod
+    def open(client: "Client", sock: socket.socket) -> "_WebSocketLink":
+        try:
+            from websockets import exceptions as wsx
+            from websockets.sync.client import connect as ws_connect
+        except ImportError as exc:
+            sock.close()
+            raise OutaTimeError(
+                "websockets_missing",
+                f"transport='ws' needs the websockets package "
+                f"(python3 -m pip install --require-hashes -r tools/requirements-web.txt): {exc}") from exc
+        url = client.websocket_url()
+        try:
+            context = client._make_ssl_context() if client.tls else None
+        except ConnectionClosed:
+            sock.close()
+            raise
+        arrivals = _Arrivals()
+        counting = _CountingSocket(sock.family, sock.type, sock.proto, fileno=sock.detach())
+        counting.arrivals = arrivals
+        counting.settimeout(None)  # the library's reader thread blocks in select, then reads
+        counted = True
+        if context is not None:
+            if client.ssl_context is None:  # ours: count (and keep failures) on the TLS socket
+                context.sslsocket_class = type("_LinkSSLSocket", (_CountingSSLSocket,), {"arrivals": arrivals})
+            else:
+                counted = False
+        where = f"{client.host}:{client.port}"
+        try:
+            conn = ws_connect(
+                url, sock=counting, legacy=True,
+                ssl=context,
+                server_hostname=client.host if client.tls else None,
+                origin=client.origin,  # type: ignore[arg-type]
+                compression=None,          # the server declines permessage-deflate anyway
+                proxy=None,                # never a proxy from the environment: the socket is ours
+                user_agent_header=CLIENT_NAME,
+                open_timeout=client.timeout,
+                ping_interval=None,        # section 3's heartbeat and probes instead
+                close_timeout=_WebSocketLink.CLOSE_TIMEOUT,
+                max_size=MAX_SERVER_FRAME,
+            )
+        except wsx.InvalidStatus as exc:
+            response = exc.response
+            body = bytes(response.body or b"")[:200].decode("utf-8", "replace").strip()
+            raise ConnectionClosed(
+                "upgrade_refused",
+                f"{url} refused the WebSocket upgrade: HTTP {response.status_code} {response.reason_phrase}"
+                + (f": {body}" if body else "")) from exc
+        except ssl.SSLCertVerificationError as exc:
+            raise ConnectionClosed(
+                "tls_failed", f"TLS handshake with {where} failed: certificate verify failed: {exc.verify_message}") from exc
+        except ssl.SSLError as exc:
+            raise ConnectionClosed("tls_failed", f"TLS handshake with {where} failed: {exc}") from exc
+        except TimeoutError as exc:
+            raise OutaTimeTimeout(f"the WebSocket upgrade of {url} took longer than {client.timeout} s") from exc
+        except (OSError, wsx.WebSocketException) as exc:
+            if arrivals.failure is not None:  # e.g. our client certificate refused after the handshake
+                raise ConnectionClosed("tls_failed", f"TLS with {where} failed: {arrivals.failure}") from exc
+            if isinstance(exc, wsx.InvalidMessage) and isinstance(exc.__cause__, EOFError):
+                # Closed before any answer (a server going down, a path
+                # cut): a failed connection, to retry, not a wrong answer.
+                raise ConnectionClosed(
+                    "connection_closed", f"{url} closed the connection before answering the WebSocket upgrade") from exc
+            if isinstance(exc, wsx.InvalidHandshake):
+                raise ProtocolError(f"{url} answered the WebSocket upgrade wrongly: {exc}") from exc
+            raise ConnectionClosed("connect_failed", f"cannot open {url}: {exc}") from exc
+        return _WebSocketLink(conn, arrivals if counted else None, url)
+
+    def _closed(self, exc: Exception, doing: str) -> OutaTimeError:
+        from websockets import exceptions as wsx
+        cause = exc.__cause__
+        if isinstance(cause, TimeoutError) and doing == "sending":
+            return OutaTimeTimeout(f"sending a frame over {self.url} timed out")
+        if isinstance(exc, wsx.ConnectionClosed):
+            close = exc.rcvd or exc.sent
+            how = (f"close {close.code}" + (f" {close.reason!r}" if close.reason else "")) if close else "no close frame"
+            return ConnectionClosed("connection_closed", f"{doing} failed: the WebSocket closed ({how})")
+        return ConnectionClosed("connection_closed", f"{doing} failed: {exc}")
+
+    def _note_arrivals(self) -> None:
+        if self.counting is not None:
+            self.last_received = max(self.last_received, self.counting.last_received)
+
+    def read_frame(self, wait: float) -> Optional[Union[bytes, str]]:
+        from websockets import exceptions as wsx
+        from websockets.protocol import State
+        try:
+            try:
+                message = self.conn.recv(timeout=max(0.0, wait))
+            except TimeoutError:
+                self._note_arrivals()
+                if self.conn.state is State.OPEN:
+                    return None
+                # A Close arrived and nothing can follow it. The library
+                # waits for the server to end the TCP connection (RFC 6455
+                # §7.1.1) without a bound: end it here, then take the
+                # close code and reason.
+                self.sock.shutdown(socket.SHUT_RDWR)
+                message = self.conn.recv(timeout=self.CLOSE_TIMEOUT)
+        except wsx.ConnectionClosed as exc:
+            raise self._closed(exc, "reading") from exc
+        except (TimeoutError, OSError) as exc:
+            raise ConnectionClosed("connection_closed", f"reading failed after a Close: {exc}") from exc
+        if self.counting is None:
+            self.last_received = time.monotonic()
+        self._note_arrivals()
+        if not isinstance(message, str):
+            raise ProtocolError(f"the server sent a binary WebSocket message ({len(message)} bytes); "
+                                "protocol frames are text messages")
+        body = message.encode("utf-8")
+        self.message_bytes += _websocket_frame_size(len(body))
+        return body
+
+    def partial(self) -> Optional[str]:
+        if self.counting is None:
+            return None
+        pending = self.counting.received - self.handshake_bytes - self.message_bytes
+        # A control frame (a Close, a Pong) is at most 127 bytes and never
+        # handed out: so little is not taken for a message in transit.
+        if pending <= 127:
+            return None
+        return f"{pending} bytes of a WebSocket message read"
+
+    def write_frame(self, body: bytes, timeout: float) -> None:
+        from websockets import exceptions as wsx
+        try:
+            try:
+                self.sock.settimeout(timeout)
+            except OSError:
+                pass  # the library closed it: send() says how
+            self.conn.send(body, text=True)
+        except wsx.ConnectionClosed as exc:
+            raise self._closed(exc, "sending") from exc
+        except OSError as exc:
+            raise ConnectionClosed("connection_closed", f"sending failed: {exc}") from exc
+
+    def close(self, graceful: bool) -> None:
+        if not graceful:
+            try:
+                self.sock.shutdown(socket.SHUT_RDWR)  # the reader thread sees EOF at once
+            except OSError:
+                pass
+        self.conn.close()
+
+
+# --------------------------------------------------------------------------
 # The client
 # --------------------------------------------------------------------------
 
@@ -284,6 +640,16 @@ class Client:
     started with ``--tls-client-ca``. ``ssl_context`` replaces all of that
     with a context of your own.
 
+    ``transport="ws"`` speaks WebSocket to ``ws://host:port{path}`` (``wss://``
+    with ``tls``): ``port`` is then the server's HTTP listener (``--http``),
+    ``path`` the endpoint (default ``/ws``), ``origin`` an ``Origin`` header
+    to send (none by default, like any client that is not a browser). The
+    upgrade refused raises :class:`ConnectionClosed` with code
+    ``upgrade_refused`` naming the HTTP status; a server that closes without
+    ``bye`` raises ``connection_closed`` naming the close code and reason.
+    Without the ``websockets`` package, :meth:`connect` raises
+    :class:`OutaTimeError` with code ``websockets_missing``.
+
     After :meth:`close` (or a ``bye``), :meth:`connect` may be called again on
     the same object: :attr:`channels` is kept, so :meth:`recover` can ask for
     only the events missed meanwhile (section 9).
@@ -304,8 +670,22 @@ class Client:
         probe_after: float = 1.0,
         probe_timeout_floor: float = 2.0,
         tcp_liveness: Optional[tuple] = TCP_LIVENESS,
+        transport: str = "tcp",
+        path: str = "/ws",
+        origin: Optional[str] = None,
     ) -> None:
+        if transport not in TRANSPORTS:
+            raise ValueError(f"transport must be one of {', '.join(map(repr, TRANSPORTS))}, got {transport!r}")
+        if not path.startswith("/"):
+            raise ValueError(f"path must start with '/', got {path!r}")
         self.host: str = host
+        self.transport: str = transport
+        """``"tcp"``: length-prefixed frames on the protocol port (TLS with ``tls``);
+        ``"ws"``: WebSocket messages on the HTTP listener's ``path`` (``wss://`` with ``tls``)."""
+        self.path: str = path
+        """The WebSocket endpoint's path (``transport="ws"`` only)."""
+        self.origin: Optional[str] = origin
+        """The ``Origin`` header of the WebSocket upgrade (none by default: not a browser)."""
         self.tls: bool = tls or ssl_context is not None
         self.ca_file: Optional[str] = ca_file
         self.cert_file: Optional[str] = cert_file
@@ -338,8 +718,7 @@ class Client:
         self._probe_id: Optional[str] = None
         self._probe_sent = 0.0
         self._probes = 0
-        self._sock: Optional[socket.socket] = None
-        self._buf = bytearray()
+        self._link: Optional[_Link] = None
         self._pushes: Deque[Dict[str, JSON]] = collections.deque(maxlen=MAX_QUEUED_PUSHES)
         self._replies: Dict[Any, Dict[str, JSON]] = {}
         self._awaited: set = set()
@@ -360,16 +739,15 @@ class Client:
     # ---- lifecycle -------------------------------------------------------
 
     def connect(self) -> Dict[str, JSON]:
-        """Open the TCP connection and say ``hello``; return the hello result.
+        """Open the connection (TCP, TLS or WebSocket) and say ``hello``; return the hello result.
 
         Raises :class:`OutaTimeError` with the server's code when ``hello`` is
         refused (``unauthorized``, ``unsupported_protocol``,
         ``invalid_request``); the connection is then closed. Pushes still
         queued from an earlier connection stay readable (see :meth:`recover`).
         """
-        if self._sock is not None:
+        if self._link is not None:
             raise OutaTimeError("already_connected", "this client is already connected; close() it first")
-        self._buf.clear()
         # Pushes received on the previous connection and not read yet stay
         # queued: the trackers have applied them, so recovery resumes after
         # them (``since`` = their seq), and clearing them here would leave a
@@ -379,20 +757,7 @@ class Client:
         self.hello = {}
         for ch in self.channels.values():
             ch.subscribed = False
-        try:
-            sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
-        except socket.timeout as exc:
-            raise OutaTimeTimeout(f"connecting to {self.host}:{self.port} took longer than {self.timeout} s") from exc
-        except OSError as exc:
-            raise ConnectionClosed("connect_failed", f"cannot connect to {self.host}:{self.port}: {exc}") from exc
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        if self.tcp_liveness is not None:
-            _set_tcp_liveness(sock, *self.tcp_liveness)
-        self.last_received = time.monotonic()
-        self._probe_id = None
-        if self.tls:
-            sock = self._start_tls(sock)
-        self._sock = sock
+        self._link = self._open()
         fields: Dict[str, JSON] = {"protocol": PROTOCOL_VERSION, "client": CLIENT_NAME}
         if self.name is not None:
             fields["name"] = self.name
@@ -412,9 +777,37 @@ class Client:
             key = hello.get("resume_key")
             self.resume_key = key if isinstance(key, str) else None
         except OutaTimeError:
-            self.close()
+            self._abort()
             raise
         return self.hello
+
+    def _open(self) -> "_Link":
+        """Open the transport (TCP, TLS or WebSocket), without ``hello``.
+
+        Tests use it to speak to a server that has not been greeted.
+        """
+        try:
+            sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
+        except socket.timeout as exc:
+            raise OutaTimeTimeout(f"connecting to {self.host}:{self.port} took longer than {self.timeout} s") from exc
+        except OSError as exc:
+            raise ConnectionClosed("connect_failed", f"cannot connect to {self.host}:{self.port}: {exc}") from exc
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self.tcp_liveness is not None:
+            _set_tcp_liveness(sock, *self.tcp_liveness)
+        self.last_received = time.monotonic()
+        self._probe_id = None
+        if self.transport == "ws":
+            link: _Link = _WebSocketLink.open(self, sock)
+        else:
+            link = _LengthPrefixedLink(self._start_tls(sock) if self.tls else sock)
+        self._link = link
+        return link
+
+    def websocket_url(self) -> str:
+        """The URL the ``ws`` transport connects to, e.g. ``ws://127.0.0.1:8080/ws``."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{'wss' if self.tls else 'ws'}://{host}:{self.port}{self.path}"
 
     def _make_ssl_context(self) -> ssl.SSLContext:
         if self.ssl_context is not None:
@@ -446,22 +839,41 @@ class Client:
             raise ConnectionClosed("tls_failed", f"TLS handshake with {self.host}:{self.port} failed: {exc}") from exc
 
     def close(self) -> None:
-        """Close the connection (idempotent). Queued pushes stay readable."""
-        sock, self._sock = self._sock, None
-        if sock is None:
+        """Close the connection (idempotent). Queued pushes stay readable.
+
+        Over WebSocket a Close frame (1000) is sent first, and the server's
+        answer awaited for at most a quarter second."""
+        self._close(graceful=True)
+
+    def _abort(self) -> None:
+        """Close at once, after a failure: no closing handshake to wait for."""
+        self._close(graceful=False)
+
+    def _close(self, graceful: bool) -> None:
+        link, self._link = self._link, None
+        if link is None:
             return
-        try:
-            sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        sock.close()
+        link.close(graceful)
         for ch in self.channels.values():
             ch.subscribed = False
 
     @property
+    def _sock(self) -> Optional[socket.socket]:
+        """The connection's socket (TLS: the ``ssl.SSLSocket``), or None.
+
+        Assigning a connected socket attaches it as a length-prefixed link
+        (tests attach scripted peers so); assigning None forgets the link
+        without closing it."""
+        return self._link.sock if self._link is not None else None
+
+    @_sock.setter
+    def _sock(self, sock: Optional[socket.socket]) -> None:
+        self._link = _LengthPrefixedLink(sock) if sock is not None else None
+
+    @property
     def connected(self) -> bool:
         """True while the connection is open."""
-        return self._sock is not None
+        return self._link is not None
 
     @property
     def session(self) -> Optional[str]:
@@ -470,7 +882,7 @@ class Client:
         return s if isinstance(s, str) else None
 
     def __enter__(self) -> "Client":
-        if self._sock is None:
+        if self._link is None:
             self.connect()
         return self
 
@@ -518,25 +930,41 @@ class Client:
         self.send_raw(data)
 
     def send_raw(self, body: bytes) -> None:
-        """Frame ``body`` (any bytes) behind its 4-byte length and send it.
+        """Send ``body`` (any bytes) as one frame: behind its 4-byte length
+        over TCP, as one text message over WebSocket (sent as is, even when
+        it is not UTF-8).
 
         Meant for tests and tools: the server answers a body that is not a
         JSON object with an ``error`` push ``bad_json`` and keeps going.
         """
-        sock = self._require_sock()
+        link = self._require_link()
         try:
-            sock.settimeout(self.timeout)
-            sock.sendall(_LENGTH.pack(len(body)) + body)
-        except socket.timeout as exc:
-            self.close()
-            raise OutaTimeTimeout(f"sending a frame took longer than {self.timeout} s") from exc
-        except ssl.SSLError as exc:
-            self.close()
-            raise ConnectionClosed("tls_failed", f"sending failed: {exc}") from exc
-        except OSError as exc:
-            self.close()
-            raise ConnectionClosed("connection_closed", f"sending failed: {exc}") from exc
+            link.write_frame(body, self.timeout)
+        except ConnectionClosed as exc:
+            # The server may have said why before it closed (``bye
+            # replaced``, ``server_shutdown``): over WebSocket the library has
+            # the frames already, over TCP the kernel may. Take them in, so
+            # the reason is the bye's and the push is not lost.
+            self._take_arrived(link)
+            self._abort()
+            if self.bye_reason is not None:
+                raise ConnectionClosed(self.bye_reason, f"{exc.message} (bye: {self.bye_reason})") from exc
+            raise
+        except OutaTimeError:
+            self._abort()
+            raise
         self._last_sent = time.monotonic()
+
+    def _take_arrived(self, link: "_Link") -> None:
+        """Dispatch the frames that arrived on ``link`` and wait unread, after a failure."""
+        while self._link is link:
+            try:
+                body = link.read_frame(0.0)
+                if body is None:
+                    return
+                self._dispatch(self._parse_frame(body))
+            except OutaTimeError:
+                return
 
     # ---- operations (section 6) ------------------------------------------
 
@@ -646,14 +1074,14 @@ class Client:
         subscribed = [name for name, ch in self.channels.items() if ch.subscribed]
         problem: Optional[OutaTimeError] = None
         while True:
-            if self._sock is not None:
+            if self._link is not None:
                 try:
                     return self._command_reply(self._request_reply("command", deadline, fields))
                 except (ConnectionClosed, OutaTimeTimeout) as exc:
                     if isinstance(exc, ConnectionClosed) and not exc.retryable:
                         # ``replaced``: a newer connection holds this session,
                         # and coming back would replace it in turn.
-                        self.close()
+                        self._abort()
                         raise OutcomeUnknown(idempotency_key, exc) from exc
                     problem = exc
                 except ProtocolError:
@@ -662,7 +1090,7 @@ class Client:
                     if exc.code not in ("server_busy", "unavailable"):
                         raise
                     problem = exc
-                self.close()
+                self._abort()
             if time.monotonic() >= deadline:
                 raise OutcomeUnknown(idempotency_key, problem)
             problem = self._reconnect_before(deadline, subscribed, idempotency_key) or problem
@@ -688,11 +1116,11 @@ class Client:
                 self.recover(name)
             return None
         except (ConnectionClosed, OutaTimeTimeout) as exc:
-            self.close()
+            self._abort()
             time.sleep(max(0.0, min(0.25, deadline - time.monotonic())))
             return exc
         except OutaTimeError as exc:
-            self.close()
+            self._abort()
             raise OutcomeUnknown(key, exc) from exc
         finally:
             self.timeout = saved
@@ -718,7 +1146,7 @@ class Client:
         wait = self.timeout if timeout is None else timeout
         deadline = time.monotonic() + max(0.0, wait)
         while not self._pushes:
-            if self._sock is None:
+            if self._link is None:
                 raise ConnectionClosed(self.bye_reason or "connection_closed", "the connection is closed")
             frame = self._read_frame(deadline)
             if frame is None:
@@ -741,17 +1169,17 @@ class Client:
 
     # ---- internals ---------------------------------------------------------
 
-    def _require_sock(self) -> socket.socket:
-        if self._sock is None:
+    def _require_link(self) -> "_Link":
+        if self._link is None:
             raise ConnectionClosed(self.bye_reason or "connection_closed", "the connection is closed; call connect()")
-        return self._sock
+        return self._link
 
     def _wait_reply(self, rid: RequestId, deadline: float, what: str) -> Dict[str, JSON]:
         while True:
             reply = self._replies.pop(rid, None)
             if reply is not None:
                 return reply
-            if self._sock is None:
+            if self._link is None:
                 raise ConnectionClosed(
                     self.bye_reason or "connection_closed",
                     f"the connection closed before the reply to '{what}'"
@@ -788,7 +1216,7 @@ class Client:
                 elif kind == "dropped":
                     tracker.messages_dropped += int(frame.get("messages", 0))
             except (TypeError, AttributeError, ValueError, KeyError) as exc:
-                self.close()
+                self._abort()
                 raise ProtocolError(f"the server sent a {kind} push of the wrong shape: {exc}") from exc
         if len(self._pushes) == MAX_QUEUED_PUSHES:
             self.dropped_pushes += 1  # the deque drops the oldest
@@ -824,7 +1252,7 @@ class Client:
                 waited = now - self._probe_sent
                 limit = self.probe_timeout()
                 if waited >= limit:
-                    self.close()
+                    self._abort()
                     raise ConnectionClosed(
                         "unresponsive",
                         f"nothing arrived from {self.host}:{self.port} within {limit:.1f} s of a ping "
@@ -847,84 +1275,57 @@ class Client:
         return 5.0
 
     def _read_frame(self, deadline: float) -> Optional[Dict[str, JSON]]:
-        """Read one frame; None when ``deadline`` passes first."""
-        header = self._read_exact(4, deadline)
-        if header is None:
-            return None
-        (length,) = _LENGTH.unpack(header)
-        if length > MAX_SERVER_FRAME:
-            self.close()
-            raise ProtocolError(f"the server announced a frame of {length} bytes; the limit is {MAX_SERVER_FRAME}")
-        if length < 2:
-            self.close()
-            raise ProtocolError(f"the server sent a frame of {length} bytes; a JSON object needs at least 2")
-        # The header is consumed; a frame's body must follow, so wait for it
-        # even past the caller's deadline, as long as it keeps coming: the
-        # client's timeout bounds the silence, not the whole body (a large
-        # frame on a slow link takes longer than any fixed deadline).
-        body = self._read_exact(length, max(deadline, time.monotonic() + self.timeout), idle=self.timeout)
-        if body is None:
-            got = len(self._buf)
-            self.close()
-            raise OutaTimeTimeout(
-                f"the body of a {length}-byte frame stopped arriving: no byte for {self.timeout} s "
-                f"({got} of {length} bytes read)"
-            )
-        try:
-            frame = json.loads(body.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-            self.close()
-            raise ProtocolError(f"the server sent a frame that is not UTF-8 JSON: {exc}") from exc
-        if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
-            self.close()
-            raise ProtocolError(f"the server sent a frame that is not an object with a string 'type': {body[:200]!r}")
-        return frame
+        """Read one frame; None when ``deadline`` passes first.
 
-    def _read_exact(self, n: int, deadline: float, idle: Optional[float] = None) -> Optional[bytes]:
-        """Take ``n`` bytes from the buffer, reading the socket as needed.
-
-        Returns None (leaving the buffer as is) when ``deadline`` passes;
-        with ``idle``, each chunk received moves the deadline to at least
-        ``idle`` seconds after it (a progress timeout). Sends a heartbeat
-        ping while waiting, when one is due.
+        Sends a heartbeat ping while waiting, when one is due, and probes a
+        silent link (:meth:`_check_liveness`). Once part of a frame has
+        arrived, the wait lasts as long as bytes keep coming: the client's
+        ``timeout`` bounds the silence, not the whole frame (a large frame on
+        a slow link takes longer than any fixed deadline).
         """
-        while len(self._buf) < n:
-            sock = self._require_sock()
+        while True:
+            link = self._require_link()
             now = time.monotonic()
-            if now >= deadline:
-                return None
+            partial = link.partial()
+            limit = deadline if partial is None else max(deadline, link.last_received + self.timeout)
+            if now >= limit:
+                body = self._link_read(link, 0.0)  # only what has arrived already
+                if body is not None:
+                    return self._parse_frame(body)
+                if partial is None:
+                    return None
+                self._abort()
+                raise OutaTimeTimeout(f"the rest of a frame stopped arriving: no byte for {self.timeout} s ({partial})")
             beat = self._heartbeat_interval()
             if self.hello and now - self._last_sent >= beat:
                 self.send({"type": "ping"})  # no id: a pure heartbeat, no reply
-                sock = self._require_sock()
             live = self._check_liveness(now)
-            sock = self._require_sock()
-            wait = min(deadline - now, live, max(0.01, beat - (time.monotonic() - self._last_sent)))
-            sock.settimeout(max(0.001, wait))
-            try:
-                chunk = sock.recv(min(max(65536, n - len(self._buf)), 1 << 20))
-            except socket.timeout:
-                continue
-            except ssl.SSLError as exc:
-                # e.g. the server refused our client certificate (TLS 1.3
-                # reports that after the handshake, on the first read).
-                self.close()
-                raise ConnectionClosed("tls_failed", f"reading failed: {exc}") from exc
-            except OSError as exc:
-                self.close()
-                raise ConnectionClosed("connection_closed", f"reading failed: {exc}") from exc
-            if not chunk:
-                self.close()
-                raise ConnectionClosed(
-                    self.bye_reason or "connection_closed", "the server closed the connection without a bye"
-                )
-            self.last_received = time.monotonic()
-            self._buf += chunk
-            if idle is not None:
-                deadline = max(deadline, time.monotonic() + idle)
-        data = bytes(self._buf[:n])
-        del self._buf[:n]
-        return data
+            link = self._require_link()
+            wait = min(limit - now, live, max(0.01, beat - (time.monotonic() - self._last_sent)))
+            body = self._link_read(link, max(0.001, wait))
+            if body is not None:
+                return self._parse_frame(body)
+
+    def _link_read(self, link: "_Link", wait: float) -> Optional[Union[bytes, str]]:
+        try:
+            body = link.read_frame(wait)
+        except OutaTimeError:
+            self._abort()
+            raise
+        self.last_received = max(self.last_received, link.last_received)
+        return body
+
+    def _parse_frame(self, body: Union[bytes, str]) -> Dict[str, JSON]:
+        try:
+            text = body if isinstance(body, str) else body.decode("utf-8")
+            frame = json.loads(text)
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            self._abort()
+            raise ProtocolError(f"the server sent a frame that is not UTF-8 JSON: {exc}") from exc
+        if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
+            self._abort()
+            raise ProtocolError(f"the server sent a frame that is not an object with a string 'type': {body[:200]!r}")
+        return frame
 
 
 def _set_tcp_liveness(sock: socket.socket, idle: int, interval: int, count: int, user_timeout_ms: int) -> None:

@@ -9,6 +9,13 @@ temporary folder, fast DeLorean and lap ticks) and stops it with SIGTERM,
 expecting exit code 0. The binary is ``$OUTATIME_SERVER`` or
 ``.build/debug/outatime-server`` under the repository root. Every wait is
 bounded; nothing depends on how fast the machine is beyond generous limits.
+
+``OUTATIME_TRANSPORT=ws`` runs the same tests over WebSocket: each server also
+gets ``--http 0`` and every client connects to its ``/ws`` (the ``websockets``
+library frames the messages, an RFC 6455 implementation independent of the
+server's). Tests that are about TCP itself (length-prefixed framing against a
+scripted peer, raw sockets, TLS, keepalive) are skipped then, each with its
+reason (:func:`tcp_only`). ``make test-python`` runs the suite both ways.
 """
 
 from __future__ import annotations
@@ -44,6 +51,23 @@ from outatime import (  # noqa: E402
     ProtocolError,
 )
 
+TRANSPORT = os.environ.get("OUTATIME_TRANSPORT", "tcp")
+"""The transport the server tests' clients use: ``tcp`` (default) or ``ws``."""
+if TRANSPORT not in ("tcp", "ws"):
+    raise SystemExit(f"OUTATIME_TRANSPORT must be 'tcp' or 'ws', got {TRANSPORT!r}")
+if TRANSPORT == "ws":
+    try:  # fail at once (never skip): the WebSocket run without its client would prove nothing
+        import websockets  # noqa: F401
+    except ImportError as exc:
+        raise SystemExit(f"OUTATIME_TRANSPORT=ws needs the websockets package: "
+                         f"python3 -m pip install --require-hashes -r tools/requirements-web.txt ({exc})")
+
+
+def tcp_only(reason: str) -> Callable[[Any], Any]:
+    """Skip a test (or a class) in the WebSocket run: it is about TCP itself."""
+    return unittest.skipIf(TRANSPORT == "ws", f"TCP only: {reason}")
+
+
 SERVER_BIN = Path(os.environ.get("OUTATIME_SERVER", str(REPO_ROOT / ".build" / "debug" / "outatime-server")))
 VECTORS = REPO_ROOT / "protocol" / "vectors"
 
@@ -66,6 +90,13 @@ class ServerProcess:
         self.terminated = False
         self.port = 0
         self.tls_port = 0
+        self.http_port = 0
+
+    @property
+    def client_port(self) -> int:
+        """The port the tests' clients connect to: the protocol port, or the
+        HTTP listener's in the WebSocket run."""
+        return self.http_port if TRANSPORT == "ws" else self.port
 
     def start(self) -> "ServerProcess":
         # Fail (never skip: `make test` must not pass without a server). Wait
@@ -83,6 +114,7 @@ class ServerProcess:
         finally:
             log.close()
         self.terminated = False
+        self.port = self.tls_port = self.http_port = 0  # a restart listens on new ports
         lines: "queue.Queue[Optional[bytes]]" = queue.Queue()
         stdout = self.proc.stdout
         assert stdout is not None
@@ -104,15 +136,18 @@ class ServerProcess:
             if line is None:
                 self.kill()
                 raise AssertionError(f"server exited before listening; log:\n{self.log_text()}")
-            m = re.fullmatch(r"(tls )?listening on (\S+):(\d+)", line.decode().strip())
-            if m and m.group(1):
+            m = re.fullmatch(r"(tls |http )?listening on (\S+):(\d+)", line.decode().strip())
+            if m and m.group(1) == "tls ":
                 self.tls_port = int(m.group(3))
+            elif m and m.group(1) == "http ":
+                self.http_port = int(m.group(3))
             elif m:
                 self.port = int(m.group(3))
-            # The plain line comes first, then the TLS one (each if configured).
+            # The plain line comes first, then the TLS one, then the HTTP one (each if configured).
             wants_plain = "--no-plain" not in self.extra
             wants_tls = "--tls-port" in self.extra
-            if (self.port or not wants_plain) and (self.tls_port or not wants_tls):
+            wants_http = "--http" in self.extra
+            if (self.port or not wants_plain) and (self.tls_port or not wants_tls) and (self.http_port or not wants_http):
                 return self
 
     def terminate(self) -> None:
@@ -162,7 +197,10 @@ class ServerTestCase(unittest.TestCase):
         tmp = tempfile.TemporaryDirectory(prefix="outatime-py-")
         self.addCleanup(tmp.cleanup)
         self.tmp = Path(tmp.name)
-        self.server = ServerProcess(self.tmp / "t.sqlite", self.tmp / "server.log", self.server_extra_args())
+        extra = self.server_extra_args()
+        if TRANSPORT == "ws" and "--http" not in extra:
+            extra += ["--http", "0"]  # the WebSocket endpoint /ws is on the HTTP listener
+        self.server = ServerProcess(self.tmp / "t.sqlite", self.tmp / "server.log", extra)
         self.server.start()
         self.addCleanup(self.server.kill)  # only does something if a test left it running
         self.clients: list[Client] = []
@@ -176,8 +214,10 @@ class ServerTestCase(unittest.TestCase):
         rc = self.server.stop()
         self.assertEqual(rc, 0, f"server exit code; log:\n{self.server.log_text()}")
 
-    def client(self, name: Optional[str] = "tester", connect: bool = True, **kw: Any) -> Client:
-        c = Client("127.0.0.1", self.server.port, name=name, **kw)
+    def client(self, name: Optional[str] = "tester", connect: bool = True, port: Optional[int] = None,
+               **kw: Any) -> Client:
+        kw.setdefault("transport", TRANSPORT)
+        c = Client("127.0.0.1", self.server.client_port if port is None else port, name=name, **kw)
         self.clients.append(c)
         if connect:
             c.connect()
@@ -225,6 +265,7 @@ class ServerTestCase(unittest.TestCase):
 # ---------------------------------------------------------------------------
 
 
+@tcp_only("the length-prefixed frame reader against a scripted TCP peer (test_websocket.py has the WebSocket link's)")
 class FramingTest(unittest.TestCase):
     """The client's frame reader against a scripted peer (no server needed):
     split and coalesced frames, the 16 MiB bound, bounded waits."""
@@ -369,7 +410,10 @@ class SessionTest(ServerTestCase):
 
     def test_bad_json_keeps_the_connection(self) -> None:
         c = self.client()
-        for body in (b"not json", b"[1,2]", b'"hi"', b"null", b"\xff\xfe{}"):
+        bodies = [b"not json", b"[1,2]", b'"hi"', b"null"]
+        if TRANSPORT == "tcp":
+            bodies.append(b"\xff\xfe{}")  # over WebSocket not UTF-8 closes (1007): WebSocketTest
+        for body in bodies:
             c.send_raw(body)
             p, _ = self.wait_for(c, lambda p: p["type"] == "error", what=f"error push for {body!r}")
             self.assertEqual(p["error"]["code"], "bad_json")
@@ -396,10 +440,7 @@ class SessionTest(ServerTestCase):
 
     def test_hello_required_before_hello(self) -> None:
         c = self.client(connect=False)
-        # open the socket without hello by driving a raw connection
-        s = socket.create_connection(("127.0.0.1", self.server.port), timeout=5)
-        self.addCleanup(s.close)
-        c._sock = s
+        c._open()  # the transport without hello
         self.assert_error("hello_required", c.request, "ping")
         c.close()
 
@@ -460,6 +501,20 @@ class TokensTest(ServerTestCase):
 class ConnectionLimitTest(ServerTestCase):
     server_args = ["--max-connections-per-address", "1"]
 
+    def test_refused_client_reads_server_busy(self) -> None:
+        held = self.client(name="held")
+        for _ in range(3):
+            refused = self.client(name="refused", connect=False)
+            with self.assertRaises(ConnectionClosed) as cm:
+                refused.connect()
+            self.assertEqual(cm.exception.code, "server_busy", cm.exception.message)
+            self.assertFalse(refused.connected)
+            pushes = [refused.next_push(0) for _ in range(refused.pending_pushes())]
+            self.assertEqual([p["type"] for p in pushes], ["error", "bye"], pushes)
+            self.assertEqual(pushes[0]["error"]["code"], "server_busy")
+        self.assertIn("time", held.request("ping"))
+
+    @tcp_only("a raw TCP socket refused by the per-address limit of the protocol port")
     def test_refused_client_that_sent_hello_at_once_reads_error_and_bye(self) -> None:
         """Closed with the hello unread, the refused socket would send a reset
         and this kernel would drop both frames (ECONNRESET): PROTOCOL.md §3."""
@@ -874,7 +929,7 @@ class RecoveryTest(ServerTestCase):
 
         b = self.client(name="Doc")
         self.set_dest(b, "1955-11-12T22:04:00Z")
-        a.port = self.server.port
+        a.port = self.server.client_port
         a.connect()
         r = a.recover(self.CH)
         self.assertIs(r["recovered"], True)
@@ -885,8 +940,8 @@ class RecoveryTest(ServerTestCase):
 class ExampleTest(ServerTestCase):
     def test_example_runs_a_trip(self) -> None:
         proc = subprocess.run(
-            [sys.executable, str(CLIENT_DIR / "example.py"), "--host", "127.0.0.1", "--port", str(self.server.port),
-             "--name", "Example", "--channel", "delorean/example"],
+            [sys.executable, str(CLIENT_DIR / "example.py"), "--host", "127.0.0.1", "--port", str(self.server.client_port),
+             "--transport", TRANSPORT, "--name", "Example", "--channel", "delorean/example"],
             capture_output=True, text=True, timeout=60)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         out = proc.stdout

@@ -25,6 +25,9 @@ sys.path.insert(0, str(HERE.parent))
 import crash_trials  # noqa: E402
 from outatime import Client  # noqa: E402
 
+sys.path.insert(0, str(HERE))
+from test_client import tcp_only  # noqa: E402
+
 SERVER_BIN = Path(os.environ.get("OUTATIME_SERVER", str(REPO_ROOT / ".build" / "debug" / "outatime-server")))
 
 
@@ -37,6 +40,7 @@ def _wait_for_binary() -> None:
         time.sleep(0.1)
 
 
+@tcp_only("durability under SIGKILL, whatever the clients speak: tools/crash_trials.py runs once, over TCP")
 class CrashTrialsTest(unittest.TestCase):
     def test_three_sigkills_under_load_lose_nothing(self) -> None:
         _wait_for_binary()
@@ -59,6 +63,7 @@ class CrashTrialsTest(unittest.TestCase):
         self.assertIn("PASS", report.splitlines()[-1], report)
 
 
+@tcp_only("durability under SIGKILL, whatever the clients speak: tools/crash_trials.py runs once, over TCP")
 class CrashCheckTest(unittest.TestCase):
     """The checker itself finds a missing or wrong acknowledged event."""
 

@@ -5,7 +5,9 @@ the command again after a reconnect, against real server processes.
 A small relay in this file stands in for a network path that is cut under a
 command: it passes the first ``command`` on to the server, drops the reply
 and closes the link, so the command is applied but the client never hears
-of it.
+of it. It reads the client's frames of either transport (length-prefixed,
+or the WebSocket upgrade and then masked frames), so the retries run over
+``/ws`` too in the WebSocket run.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_client import ServerTestCase  # noqa: E402
+from test_client import TRANSPORT, ServerTestCase  # noqa: E402
 
 from outatime import Client, OutaTimeError, OutcomeUnknown  # noqa: E402
 
@@ -92,13 +94,13 @@ class CuttingRelay:
 
     def _requests(self, client: socket.socket, server: socket.socket, swallow: threading.Event) -> None:
         try:
+            upgraded = TRANSPORT != "ws"
             while True:
-                header = self._read(client, 4)
-                if header is None:
+                request = self._request(client, upgraded)
+                if request is None:
                     return
-                body = self._read(client, struct.unpack(">I", header)[0])
-                if body is None:
-                    return
+                raw, body = request
+                upgraded = True
                 cutting = False
                 if b'"command"' in body:
                     with self._lock:
@@ -106,7 +108,7 @@ class CuttingRelay:
                         self._cutting = True
                 if cutting:
                     swallow.set()  # before the server can answer
-                server.sendall(header + body)
+                server.sendall(raw)
                 if cutting:
                     time.sleep(0.5)  # the server applies and commits it
                     self.cut.set()
@@ -123,6 +125,39 @@ class CuttingRelay:
                 if self.on_cut is not None:
                     self.on_cut()
                 self.ready.set()
+
+    @classmethod
+    def _request(cls, client: socket.socket, upgraded: bool) -> Optional[tuple[bytes, bytes]]:
+        """The next thing the client sends, as (its bytes, the frame body to
+        look at): a length-prefixed frame, or over WebSocket first the
+        upgrade request (passed on as is) and then one frame (unmasked to
+        look at it, RFC 6455 §5.3)."""
+        if TRANSPORT != "ws":
+            header = cls._read(client, 4)
+            body = cls._read(client, struct.unpack(">I", header)[0]) if header is not None else None
+            return (header + body, body) if header is not None and body is not None else None
+        if not upgraded:
+            head = b""
+            while not head.endswith(b"\r\n\r\n"):
+                byte = cls._read(client, 1)
+                if byte is None:
+                    return None
+                head += byte
+            return head, b""
+        start = cls._read(client, 2)
+        if start is None:
+            return None
+        size = start[1] & 0x7F
+        extended = cls._read(client, {126: 2, 127: 8}.get(size, 0)) if size >= 126 else b""
+        if extended is None:
+            return None
+        if size >= 126:
+            size = int.from_bytes(extended, "big")
+        mask = cls._read(client, 4) if start[1] & 0x80 else b"\0\0\0\0"
+        payload = cls._read(client, size) if mask is not None else None
+        if mask is None or payload is None:
+            return None
+        return start + extended + mask + payload, bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
 
     @staticmethod
     def _replies(server: socket.socket, client: socket.socket, swallow: threading.Event) -> None:
@@ -146,6 +181,18 @@ class CuttingRelay:
 
 
 class IdempotencyTest(ServerTestCase):
+    def setUp(self) -> None:
+        super().setUp()
+        self.relays: list[CuttingRelay] = []
+
+    def tearDown(self) -> None:
+        # A relay restarting the server (on_cut) must be done before the
+        # server is stopped, even when the test failed first: else both
+        # would stop and start it at once.
+        for relay in self.relays:
+            if relay.cut.is_set():
+                relay.ready.wait(30)
+        super().tearDown()
     def timers(self) -> list:
         c = self.client(name="checker")
         try:
@@ -180,9 +227,10 @@ class IdempotencyTest(ServerTestCase):
             self.server.stop()
             self.server.start()
 
-        relay = CuttingRelay(lambda: self.server.port, on_cut=restart)
+        relay = CuttingRelay(lambda: self.server.client_port, on_cut=restart)
+        self.relays.append(relay)
         self.addCleanup(relay.close)
-        c = Client("127.0.0.1", relay.port, name="retrier", timeout=20.0)
+        c = Client("127.0.0.1", relay.port, transport=TRANSPORT, name="retrier", timeout=20.0)
         self.clients.append(c)
         c.connect()
         c.subscribe(CH)
@@ -195,9 +243,9 @@ class IdempotencyTest(ServerTestCase):
         self.assertTrue(c.channels[CH].subscribed, "resubscribed after the reconnect")
 
     def test_outcome_unknown_when_the_path_stays_down(self) -> None:
-        relay = CuttingRelay(lambda: self.server.port, refuse_after_cut=True)
+        relay = CuttingRelay(lambda: self.server.client_port, refuse_after_cut=True)
         self.addCleanup(relay.close)
-        c = Client("127.0.0.1", relay.port, name="retrier", timeout=3.0)
+        c = Client("127.0.0.1", relay.port, transport=TRANSPORT, name="retrier", timeout=3.0)
         self.clients.append(c)
         c.connect()
         with self.assertRaises(OutcomeUnknown) as ctx:

@@ -35,7 +35,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 from outatime import Client, ConnectionClosed, OutaTimeError  # noqa: E402
-from test_client import ServerTestCase  # noqa: E402
+from test_client import ServerTestCase, tcp_only  # noqa: E402
 
 
 def frame(obj: Any) -> bytes:
@@ -90,6 +90,7 @@ class SilentPeer:
         self.listener.close()
 
 
+@tcp_only("a scripted silent TCP peer and the socket's TCP options")
 class SilentPeerTest(unittest.TestCase):
     def test_a_silent_peer_is_detected_within_seconds(self) -> None:
         peer = SilentPeer()
@@ -201,8 +202,8 @@ class ResumeTest(ServerTestCase):
         b.subscribe(self.CH)
         self.wait_for(a, lambda p: p["type"] == "presence" and p["joined"])
         old_session = b.session
-        old_sock, b._sock = b._sock, None  # forgotten, not closed: no FIN
-        self.addCleanup(old_sock.close)
+        old_link, b._link = b._link, None  # forgotten, not closed: no FIN
+        self.addCleanup(old_link.close, False)
         b.connect()
         b.recover(self.CH)
         left, before = self.wait_for(a, lambda p: p["type"] == "presence" and p["left"])
@@ -227,10 +228,8 @@ class ResumeTest(ServerTestCase):
         self.assertEqual(newer.get(self.CH)["state"]["timers"], [], "nothing applied")
 
     def test_resume_must_be_a_short_string(self) -> None:
-        raw = Client("127.0.0.1", self.server.port)
-        self.clients.append(raw)
-        raw.resume_key = None
-        raw._sock = socket.create_connection(("127.0.0.1", self.server.port), timeout=5)
+        raw = self.client(name=None, connect=False)
+        raw._open()  # the transport without hello: hello is sent by hand
         for bad in (5, "x" * 65, ["k"]):
             with self.assertRaises(OutaTimeError) as cm:
                 raw.request("hello", protocol=1, resume=bad)
@@ -257,6 +256,7 @@ time.sleep(120)   # reads nothing, sends nothing: the server's side decides
 """
 
 
+@tcp_only("the server's TCP keepalive and TCP_USER_TIMEOUT on the protocol port, from a network namespace")
 class DeadPathTest(ServerTestCase):
     """Watchers behind a path that dies without a FIN: the server drops them
     within seconds (keepalive and TCP_USER_TIMEOUT, its defaults)."""

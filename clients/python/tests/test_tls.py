@@ -3,6 +3,11 @@
 Python's :mod:`ssl` is the independent peer of the server's OpenSSL-over-libuv
 TLS. Certificates come from a throwaway CA made with the ``openssl`` command
 in each test's temporary folder.
+
+In the WebSocket run (``OUTATIME_TRANSPORT=ws``) the server's HTTP listener
+gets ``--http-tls`` and the TLS clients speak ``wss://`` to its ``/ws``, with
+the same certificates and the same checks; the plaintext clients are TCP
+ones then (that listener has no plaintext side).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from typing import Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from test_client import PUSH_TIMEOUT, ServerProcess, ServerTestCase  # noqa: E402
+from test_client import PUSH_TIMEOUT, TRANSPORT, ServerProcess, ServerTestCase, tcp_only  # noqa: E402
 
 from outatime import Client, ConnectionClosed, OutaTimeError  # noqa: E402
 
@@ -74,15 +79,31 @@ class TLSServerTestCase(ServerTestCase):
         args = ["--tls-port", "0", "--tls-cert", self.cert, "--tls-key", self.key, "--log-level", "info"]
         if self.mtls:
             args += ["--tls-client-ca", self.ca.cert]
+        if TRANSPORT == "ws":
+            args += ["--http-tls"]  # wss:// on the HTTP listener (--http 0, added by setUp)
         return args
+
+    def secure(self, host: str = "localhost", name: Optional[str] = None, **kw: object) -> Client:
+        """A TLS client, not connected: to the TLS port, or ``wss://`` to the
+        HTTP listener's ``/ws`` in the WebSocket run."""
+        port = self.server.http_port if TRANSPORT == "ws" else self.server.tls_port
+        c = Client(host, port, name=name, tls=True, transport=TRANSPORT, **kw)  # type: ignore[arg-type]
+        self.clients.append(c)
+        return c
 
     def tls_client(self, name: str = "tls", host: str = "localhost", connect: bool = True, **kw: object) -> Client:
         kw.setdefault("ca_file", self.ca.cert)
-        c = Client(host, self.server.tls_port, name=name, tls=True, **kw)  # type: ignore[arg-type]
-        self.clients.append(c)
+        c = self.secure(host, name, **kw)
         if connect:
             c.connect()
         return c
+
+    def client(self, name: Optional[str] = "tester", connect: bool = True, port: Optional[int] = None,
+               **kw: object) -> Client:
+        """A plaintext client: TCP in both runs (in the WebSocket run the
+        HTTP listener speaks TLS only)."""
+        kw.setdefault("transport", "tcp")
+        return super().client(name, connect, self.server.port if port is None else port, **kw)
 
 
 class TLSEndToEndTest(TLSServerTestCase):
@@ -104,6 +125,7 @@ class TLSEndToEndTest(TLSServerTestCase):
         event, _ = self.wait_event(watcher, ch, "destination_set")
         self.assertIn("1985-10-26", str(event))
 
+    @tcp_only("a raw TCP socket on the TLS port")
     def test_plaintext_client_on_the_tls_port_is_closed_cleanly(self) -> None:
         body = b'{"type":"hello","id":1,"protocol":1}'
         with socket.create_connection(("127.0.0.1", self.server.tls_port), timeout=PUSH_TIMEOUT) as sock:
@@ -133,7 +155,7 @@ class TLSEndToEndTest(TLSServerTestCase):
 
     def test_unknown_authority_is_refused_with_a_clear_message(self) -> None:
         other = TestCA(self.pki, "other")
-        c = Client("localhost", self.server.tls_port, tls=True, ca_file=other.cert)
+        c = self.secure(ca_file=other.cert)
         with self.assertRaises(ConnectionClosed) as caught:
             c.connect()
         self.assertEqual(caught.exception.code, "tls_failed")
@@ -144,7 +166,7 @@ class TLSWrongNameTest(TLSServerTestCase):
     names = ["elsewhere.example"]
 
     def test_certificate_for_another_name_is_refused(self) -> None:
-        c = Client("localhost", self.server.tls_port, tls=True, ca_file=self.ca.cert)
+        c = self.secure(ca_file=self.ca.cert)
         with self.assertRaises(ConnectionClosed) as caught:
             c.connect()
         self.assertEqual(caught.exception.code, "tls_failed")
@@ -156,7 +178,7 @@ class TLSExpiredTest(TLSServerTestCase):
     expired = True
 
     def test_expired_certificate_is_refused(self) -> None:
-        c = Client("localhost", self.server.tls_port, tls=True, ca_file=self.ca.cert)
+        c = self.secure(ca_file=self.ca.cert)
         with self.assertRaises(ConnectionClosed) as caught:
             c.connect()
         self.assertEqual(caught.exception.code, "tls_failed")
@@ -167,7 +189,7 @@ class MutualTLSTest(TLSServerTestCase):
     mtls = True
 
     def test_client_certificate_is_required_and_accepted(self) -> None:
-        without = Client("localhost", self.server.tls_port, tls=True, ca_file=self.ca.cert)
+        without = self.secure(ca_file=self.ca.cert)
         with self.assertRaises(ConnectionClosed) as caught:
             without.connect()
         self.assertEqual(caught.exception.code, "tls_failed")
@@ -180,8 +202,7 @@ class MutualTLSTest(TLSServerTestCase):
 
         stranger = TestCA(self.pki, "stranger")
         cert, key = stranger.issue("intruder", [], client=True)
-        foreign = Client("localhost", self.server.tls_port, tls=True, ca_file=self.ca.cert,
-                         cert_file=cert, key_file=key)
+        foreign = self.secure(ca_file=self.ca.cert, cert_file=cert, key_file=key)
         with self.assertRaises(ConnectionClosed) as caught:
             foreign.connect()
         self.assertEqual(caught.exception.code, "tls_failed")
@@ -261,6 +282,7 @@ def _read_frame(sock: socket.socket) -> dict:
     return json.loads(exactly(length))
 
 
+@tcp_only("raw TLS sockets sending length-prefixed frames to the TLS port")
 class TLSReadBudgetTest(TLSServerTestCase):
     """``--read-budget-us 1``: the server reads one connection per loop
     iteration, the others in turns. TLS connections (Python's ``ssl``)
