@@ -44,14 +44,16 @@ import Testing
             }
         }
 
-        /// Runs loop iterations until `done` (bounded).
-        func run(_ done: () -> Bool) throws {
+        /// Runs loop iterations until `done` (bounded); returns how many ran.
+        @discardableResult
+        func run(_ done: () -> Bool) throws -> Int {
             var turns = 0
             while !done() {
                 turns += 1
                 try #require(turns < 10_000, "the loop made no progress")
                 loop.runOnce()
             }
+            return turns
         }
 
         /// Accepts per iteration, for the iterations that accepted any.
@@ -79,7 +81,10 @@ import Testing
         try flood.connect(40)
         try flood.run { flood.acceptedIn.count == 40 }
         let counts = flood.perIteration
-        #expect(counts.values.allSatisfy { $0 <= 8 }, "accepted per iteration: \(counts)")
+        // The connection held back is handed over in the next iteration's
+        // idle phase, which runs before the prepare handle counts that
+        // iteration: by this count a slice shows up to 8 + 1.
+        #expect(counts.values.allSatisfy { $0 <= 8 + 1 }, "accepted per iteration: \(counts)")
         #expect(counts.count >= 5, "accepted per iteration: \(counts)")
         try flood.close()
     }
@@ -88,11 +93,11 @@ import Testing
         let flood = try Flood(acceptsPerIteration: 3)
         for round in 1...4 {
             try flood.connect(2)
-            try flood.run { flood.acceptedIn.count == 2 * round }
-            // Two, under the bound: both in one iteration. A count carried
-            // over from the round before would hold the second one back.
-            let burst = flood.acceptedIn.suffix(2)
-            #expect(burst.first == burst.last, "round \(round): accepted in iterations \(Array(burst))")
+            // Two, under the bound: both in the iteration they arrive in. A
+            // count carried over from the round before would hold the second
+            // one back for an iteration more.
+            let turns = try flood.run { flood.acceptedIn.count == 2 * round }
+            #expect(turns == 1, "round \(round): \(turns) iterations")
         }
         try flood.close()
     }
