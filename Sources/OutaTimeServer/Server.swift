@@ -538,7 +538,8 @@ final class Server {
             } catch {
                 reply.set(.failure(error))
             }
-        case .blockLoop(let milliseconds, let done):
+        case .blockLoop(let milliseconds, let started, let done):
+            started?.set(())
             // By the monotonic clock, not one sleep: a signal may cut a
             // sleep short, and the caller counts on the whole span.
             let until = Loop.hrtime + UInt64(milliseconds) * 1_000_000

@@ -74,6 +74,21 @@ final class SilentCrowd {
         }
     }
 
+    /// Connections whose handshake has completed, as far as this side
+    /// knows: the server's kernel took them (into its listen queue, if the
+    /// server has not accepted them yet). One not taken waits in `SYN_SENT`
+    /// for the kernel's next SYN retransmission (1 s, 3 s, 7 s … after).
+    var connected: Int {
+        connections.count { connection in
+            guard connection.fd >= 0 else { return true }
+            var address = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            return withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(connection.fd, $0, &length) == 0 }
+            }
+        }
+    }
+
     /// Connections that got something.
     var answered: Int { connections.count { $0.outcome != nil } }
 
