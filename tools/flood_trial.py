@@ -122,6 +122,8 @@ class Bystander(threading.Thread):
         self.port = port
         self.interval_s = interval_s
         self.rtts: list[float] = []
+        #: When each ping was sent (time.monotonic()), beside ``rtts``.
+        self.sent_at: list[float] = []
         self.lost = 0
         self.error: Optional[str] = None
         self.stop_event = threading.Event()
@@ -166,6 +168,7 @@ class Bystander(threading.Thread):
                 try:
                     self.call({"type": "ping"}, timeout=5)
                     self.rtts.append(time.monotonic() - sent)
+                    self.sent_at.append(sent)
                 except TimeoutError:
                     self.lost += 1
                 self.stop_event.wait(self.interval_s)
@@ -278,6 +281,7 @@ def main() -> int:
         bystander.start()
         time.sleep(0.5)  # a few pings before the flood
         before = netstat()
+        flood_started = time.monotonic()
         counts = [args.connections // workers + (1 if i < args.connections % workers else 0) for i in range(workers)]
         procs = [subprocess.Popen([str(flood), SERVER_HOST, str(port), str(n), str(args.watch_s), FLOOD_HOST],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for n in counts]
@@ -330,7 +334,9 @@ def main() -> int:
     rtts = bystander.rtts
     p99 = percentile(rtts, 99)
     print(f"bystander ({BYSTANDER_HOST}): {len(rtts)} pings, p50 {ms(percentile(rtts, 50))}, p99 {ms(p99)}, "
-          f"max {ms(max(rtts, default=None))}, lost {bystander.lost}" + (f", error {bystander.error}" if bystander.error else ""))
+          f"max {ms(max(rtts, default=None))}"
+          + (f" (sent {bystander.sent_at[rtts.index(max(rtts))] - flood_started:+.1f} s after the flood began)" if rtts else "")
+          + f", lost {bystander.lost}" + (f", error {bystander.error}" if bystander.error else ""))
     if before and after:
         print("kernel (TcpExt, this namespace): " + ", ".join(f"{k} +{after.get(k, 0) - before.get(k, 0)}" for k in NETSTAT_KEYS))
     if stats:
