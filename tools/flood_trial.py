@@ -12,7 +12,8 @@ address, over its limit, that never send ``hello``.
    once, spread over ``--workers`` processes of ``tools/flood/flood.c``
    (compiled with ``cc`` into the run's folder; a process holds at most its
    descriptor limit), none of which ever sends anything, and watches each
-   for ``--watch-s`` (25) seconds after it connected.
+   for ``--watch-s`` (25) seconds after it connected; the flood ends when
+   every connection is answered (the bystander's pings with it).
 
 Per connection it records what came and when, counted from the ``connect()``
 call (*from attempt*: what the client waits in all, a connect the kernel
