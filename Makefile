@@ -166,6 +166,14 @@ wan-trials: deps ## WAN trials (issue 27): namespaces, an emulated link (delay, 
 wan-quick: build ## Short WAN check (80 ms RTT and 1 % loss, a 15 s blackhole) on the debug build; needs root
 	python3 -m unittest discover -s tools/tests -p 'test_wan_quick.py' -v
 
+# Not part of `make test`: about a minute (issue 28, scope point 8; figures for
+# docs/BENCHMARKS.md). FLOOD_ARGS: e.g. '--connections 5000 --server .build/debug/outatime-server'.
+FLOOD_ARGS ?=
+.PHONY: flood-trial
+flood-trial: deps ## 20,000 silent connections at once from 127.0.0.1 over its limit of 1,000 while a client on 127.0.0.2 pings: refusal times, ping p50/p99, PASS/FAIL
+	$(SWIFT) build -c release --product outatime-server
+	python3 tools/flood_trial.py --server .build/release/outatime-server $(FLOOD_ARGS)
+
 release: deps ## Build an optimised server (.build/release/outatime-server)
 	$(SWIFT) build -c release
 

@@ -55,6 +55,10 @@ final class Server {
     /// Refused plain connections waiting for their peer's EOF after the
     /// `error` and `bye` (``Server/refuse(_:limit:host:tls:)``), with their deadlines.
     var lingeringRefusals: [ObjectIdentifier: (stream: TCPStream, deadline: UInt64)] = [:]
+    /// The bytes of each refusal, encoded once (``RefusalFrames``).
+    var refusalFrames = RefusalFrames()
+    /// Keeps failed accepts (descriptors exhausted) from flooding the log.
+    var acceptFailureLog = LogRateLimit(limit: 1, windowMs: 10_000)
     /// Connections from a trusted balancer (`--proxy-from`) whose PROXY
     /// header has not arrived yet (``awaitProxyHeader(on:tls:proxy:)``).
     var proxyHeaderWaits: [ObjectIdentifier: ProxyHeaderWait] = [:]
@@ -253,14 +257,18 @@ final class Server {
             let listener = TCPListener(loop: loop)
             self.listener = listener
             try listener.bind(SocketAddress(host: config.host, port: config.port))
-            try listener.listen { [unowned self, unowned listener] error in self.accept(error, from: listener, tls: false) }
+            try listener.listen(acceptsPerIteration: Self.acceptsPerIteration) { [unowned self, unowned listener] error in
+                self.accept(error, from: listener, tls: false)
+            }
             bound.plain = listener.localAddress
         }
         if let tlsPort = config.tlsPort {
             let listener = TCPListener(loop: loop)
             tlsListener = listener
             try listener.bind(SocketAddress(host: config.host, port: tlsPort))
-            try listener.listen { [unowned self, unowned listener] error in self.accept(error, from: listener, tls: true) }
+            try listener.listen(acceptsPerIteration: Self.acceptsPerIteration) { [unowned self, unowned listener] error in
+                self.accept(error, from: listener, tls: true)
+            }
             handshakeGate = TLSHandshakeGate(loop: loop, perIteration: config.tlsHandshakesPerIteration)
             bound.tls = listener.localAddress
         }
@@ -353,7 +361,7 @@ final class Server {
         assertOnLoopThread()
         if let error {
             counters.acceptErrors[error.name, default: 0] += 1
-            logger.warning("accept failed", metadata: ["error": "\(error)"])
+            logAcceptFailure(error)
             return
         }
         guard let tcp = try? listener.accept() else { return }
@@ -546,7 +554,8 @@ final class Server {
             } catch {
                 reply.set(.failure(error))
             }
-        case .blockLoop(let milliseconds, let done):
+        case .blockLoop(let milliseconds, let started, let done):
+            started?.set(())
             // By the monotonic clock, not one sleep: a signal may cut a
             // sleep short, and the caller counts on the whole span.
             let until = Loop.hrtime + UInt64(milliseconds) * 1_000_000

@@ -101,10 +101,11 @@ extension ServerHandle {
     /// of work would, and returns once it has. Ticks due meanwhile are built
     /// that much late, which makes tick lateness testable without hoping
     /// for a busy machine. Internal: nothing but a test should stall the
-    /// loop. Returns false when the server has stopped.
-    func blockLoop(milliseconds: Int) -> Bool {
+    /// loop. Returns false when the server has stopped. `started` is set
+    /// once the loop is blocked (for a caller on another thread).
+    func blockLoop(milliseconds: Int, started: OneShot<Void>? = nil) -> Bool {
         let done = OneShot<Void>()
-        guard sender.post(.blockLoop(milliseconds: milliseconds, done)) else { return false }
+        guard sender.post(.blockLoop(milliseconds: milliseconds, started: started, done)) else { return false }
         done.wait()
         return true
     }

@@ -18,9 +18,9 @@ enum ServerMessage: Sendable {
     case reloadRequested(ReloadAnswer)
     /// ``ServerHandle/reloadTLS(_:)``: new TLS files, and where the outcome goes.
     case reloadTLS(TLSFiles?, OneShot<Result<Void, TLSError>>)
-    /// ``ServerHandle/blockLoop(milliseconds:)`` (tests): keep the loop
-    /// busy this long, then say so.
-    case blockLoop(milliseconds: Int, OneShot<Void>)
+    /// ``ServerHandle/blockLoop(milliseconds:started:)`` (tests): say the
+    /// loop is blocked (if asked), keep it busy this long, then say so.
+    case blockLoop(milliseconds: Int, started: OneShot<Void>?, OneShot<Void>)
     /// Cluster mode: what the fabric learnt (``ClusterFabric``).
     case cluster(ClusterFabricEvent)
 }

@@ -26,29 +26,24 @@ extension Server {
     /// unread input (a `hello` sent straight away) into a reset, and a
     /// reset makes the peer's kernel drop the two frames before they are
     /// read. At most ``maxLingeringRefusals`` wait at once; past that (a
-    /// flood) a refusal is closed at once, O(1) as before. A TLS connection
-    /// is closed without them: no `bye` can be read before a handshake, and
-    /// a handshake is exactly the cost to avoid.
+    /// flood) a refusal is closed at once. A TLS connection is closed
+    /// without them: no `bye` can be read before a handshake, and a
+    /// handshake is exactly the cost to avoid.
+    ///
+    /// O(1) and cheap, so that a flood is refused as fast as it arrives
+    /// (issue 28): the two frames are encoded once and shared
+    /// (``RefusalFrames``), and go out in one `writev`; no `TCP_NODELAY`
+    /// (one write is never held back by Nagle).
     func refuse(_ tcp: TCPStream, limit: ConnectionLimit, host: String?, tls: Bool) {
         counters.connectionsRefused[limit.rawValue, default: 0] += 1
         logRefusal(limit, host: host)
         if !tls {
-            let message = switch limit {
-            case .total:
-                "the server holds its maximum of \(config.maxConnections) connections (--max-connections); retry later"
-            case .perAddress:
-                "address \(host ?? "?") holds its maximum of \(config.maxConnectionsPerAddress) connections "
-                    + "(--max-connections-per-address); close one or retry later"
-            }
             do {
-                tcp.setNoDelay()
-                let error = try encoder.frame(ErrorPush(error: ProtocolError(.serverBusy, message)))
-                let bye = try encoder.frame(ByePush(reason: .serverBusy))
-                tcp.enqueue(error)
-                tcp.enqueue(bye)
+                let frames = try refusalFrames.bytes(for: limit, host: host, config: config, encoder: encoder)
+                tcp.enqueue(frames)
                 tcp.flush()  // a fresh socket's buffer takes these few bytes at once
                 counters.framesOut += 2
-                counters.bytesOut += error.count + bye.count
+                counters.bytesOut += frames.bytes.count
             } catch {
                 logger.error("encoding failed", metadata: ["error": "\(error)"])
             }
@@ -60,6 +55,13 @@ extension Server {
     /// Refusals that may wait for their peer's EOF at once: each holds a
     /// descriptor for up to the linger time (``ServerConfig/lingerMs``).
     static let maxLingeringRefusals = 64
+
+    /// Connections each listener hands over per loop iteration
+    /// (``TCPListener``): a flood is accepted and refused in slices of this
+    /// many, with the other clients' reads, timers and commits in between.
+    /// A refusal costs some microseconds: a slice holds the loop for a
+    /// millisecond or two.
+    static let acceptsPerIteration = 128
 
     /// Shuts down the write side of a refused connection and drops what it
     /// reads until its EOF; the sweep closes it at the linger deadline.
@@ -99,5 +101,14 @@ extension Server {
                                   "max_connections": "\(config.maxConnections)",
                                   "max_connections_per_address": "\(config.maxConnectionsPerAddress)",
                                   "refused": "\(counters.connectionsRefused)"])
+    }
+
+    /// A failed accept (descriptors exhausted: libuv's spare one then
+    /// closes what waits) is logged at most once per 10 s, naming how many
+    /// were not: under a flood it fails once per loop iteration.
+    func logAcceptFailure(_ error: UVError) {
+        guard let suppressed = acceptFailureLog.admit(now: loop.now) else { return }
+        logger.warning("accept failed", metadata: ["error": "\(error)", "not_logged_before": "\(suppressed)",
+                                                   "accept_errors": "\(counters.acceptErrors)"])
     }
 }
