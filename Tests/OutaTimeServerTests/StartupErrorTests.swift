@@ -144,17 +144,17 @@ final class OccupiedPort {
     let port: Int
 
     init() throws {
-        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
-                Glibc.bind(descriptor, address, length) == 0 && listen(descriptor, 1) == 0
-                    && getsockname(descriptor, address, &length) == 0
+                Glibc.bind(fd, address, length) == 0 && listen(fd, 1) == 0 && getsockname(fd, address, &length) == 0
             }
         }
+        descriptor = fd
         guard bound else { throw POSIXError(.EADDRINUSE) }
         port = Int(UInt16(bigEndian: address.sin_port))
     }
