@@ -59,7 +59,7 @@ MAN_OUT := .build/man
 
 .DEFAULT_GOAL := help
 
-.PHONY: help deps test-deps build run test test-python test-install test-cluster crash-trials cluster-local cluster-trials wan-trials wan-quick release man install install-files uninstall fuzz bench-peers bench-commands clean
+.PHONY: help deps test-deps build run test test-python test-install test-cluster crash-trials cluster-local cluster-trials wan-trials wan-quick release man install install-files uninstall fuzz bench-peers bench-commands bench-web clean
 
 help: ## List the targets
 	@echo "OutaTime — make targets:"
@@ -165,6 +165,9 @@ fuzz: deps ## Build the libFuzzer targets (.build-fuzz) and run each FUZZ_SECOND
 bench-peers: release ## Neutral-harness comparison with Redis/NATS (docs/BENCHMARKS.md; needs ../shared/bench)
 	$(MAKE) -C ../shared/bench
 	docs/bench/peers.sh
+
+bench-web: release ## WebSocket vs TCP fan-out, same server, interleaved rounds: deliveries/s, p99, ws/tcp ratios (SUBSCRIBERS=1000 SIZE=64 MESSAGES ROUNDS=5 RATE; docs/bench/web.sh)
+	docs/bench/web.sh
 
 bench-commands: release ## Durable commands, 50 clients, interleaved with Redis appendfsync always (docs/BENCHMARKS.md)
 	docs/bench/commands.sh

@@ -121,7 +121,7 @@ let package = Package(
         .testTarget(name: "NATSTests", dependencies: ["NATS", "NATSTestSupport"]),
         .testTarget(name: "OutaTimeClusterTests", dependencies: ["OutaTimeCluster", "OutaTimeServer", "OutaTimeStore", "OutaTimeStoreConformance", "NATS", "NATSTestSupport"]),
         .testTarget(name: "UVTests", dependencies: ["UV", "OutaTimeTestKit"]),
-        .testTarget(name: "OutaTimeProtocolTests", dependencies: ["OutaTimeProtocol", "OutaTimeTestKit"]),
+        .testTarget(name: "OutaTimeProtocolTests", dependencies: ["OutaTimeProtocol", "OutaTimeTestKit", "UV"]),  // UV: SHA-1 for the WebSocket handshake example
         .testTarget(
             name: "OutaTimeDomainTests",
             dependencies: ["OutaTimeDomain", "OutaTimeProtocol", "OutaTimeTestKit", "OutaTimeFuzzChecks"]

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets and runs each for a bounded time (`make fuzz`).
 #
-#   Fuzz/fuzz.sh [target ...]      default: frame json request actions http proxy
+#   Fuzz/fuzz.sh [target ...]      default: frame json request actions http proxy websocket
 #
 # Environment:
 #   FUZZ_SECONDS   seconds per target (default 60), libFuzzer -max_total_time
@@ -30,7 +30,7 @@ FUZZ_OUT=${FUZZ_OUT:-.build-fuzz/out}
 FUZZ_ARGS=${FUZZ_ARGS:-}
 SCRATCH=.build-fuzz
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(frame json request actions http proxy)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(frame json request actions http proxy websocket)
 
 echo "fuzz: building OutaTimeFuzzChecks with --sanitize fuzzer (release) in $SCRATCH"
 "$SWIFT" build --scratch-path "$SCRATCH" -c release --sanitize fuzzer --target OutaTimeFuzzChecks

@@ -139,3 +139,43 @@ write("proxy", "v1-overlong", bytes([1, 50]) + b"PROXY TCP4 " + b"1" * 94 + b"\r
 write("proxy", "not-proxy", bytes([0]) + b"\x00\x00\x00\x10{\"type\":\"ping\"}")
 # found by the fuzzer: an LF before the first CR is a bare LF, even while the line is incomplete
 write("proxy", "bare-lf-then-cr", bytes([1, 20]) + b"PROXY TCP4 1.2.3.4\n 5.6.7.8 1 2\r")
+
+
+# --- WebSocket: [settings][k][k chunk sizes][stream] ----------------------------
+# settings: bit 0 server side (frames must be masked); bits 1-3 choose
+# maxMessageBytes from 0, 1, 5, 125, 126, 1000, 65536, 1 MiB.
+def ws(opcode, payload, fin=True, mask=None, length_form=None):
+    payload = payload.encode() if isinstance(payload, str) else payload
+    first = (0x80 if fin else 0) | opcode
+    mask_bit = 0x80 if mask is not None else 0
+    n = len(payload)
+    form = length_form or (7 if n <= 125 else 16 if n <= 0xFFFF else 64)
+    if form == 7:
+        header = bytes([first, mask_bit | n])
+    elif form == 16:
+        header = bytes([first, mask_bit | 126]) + struct.pack(">H", n)
+    else:
+        header = bytes([first, mask_bit | 127]) + struct.pack(">Q", n)
+    if mask is None:
+        return header + payload
+    return header + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+
+
+KEY = bytes([0x37, 0xFA, 0x21, 0x3D])
+SERVER_1MIB = 1 | 7 << 1
+CLIENT_1MIB = 7 << 1
+write("websocket", "rfc-hello", bytes([CLIENT_1MIB, 0]) + bytes.fromhex("810548656c6c6f") + bytes.fromhex("010348656c") + bytes.fromhex("80026c6f"))
+write("websocket", "rfc-masked", bytes([SERVER_1MIB, 2, 1, 3]) + bytes.fromhex("818537fa213d7f9f4d5158") + bytes.fromhex("8a8537fa213d7f9f4d5158"))
+write("websocket", "interleaved", bytes([SERVER_1MIB, 3, 2, 7, 1])
+      + ws(1, '{"type":', fin=False, mask=KEY) + ws(9, "p", mask=KEY) + ws(0, '"ping"}', fin=False, mask=KEY)
+      + ws(10, "", mask=KEY) + ws(0, "", mask=KEY) + ws(8, b"\x03\xe8bye", mask=KEY))
+write("websocket", "utf8-split", bytes([SERVER_1MIB, 1, 4])
+      + ws(1, "Zeit ", fin=False, mask=KEY)
+      + ws(0, "\u26a1".encode()[:1], fin=False, mask=KEY) + ws(0, "\u26a1\U0001D11E".encode()[1:], mask=KEY))
+write("websocket", "lengths", bytes([CLIENT_1MIB, 0]) + ws(1, "a" * 125) + ws(1, "b" * 126) + ws(1, "c" * 200, length_form=64)
+      + ws(1, "d" * 5, length_form=16))
+write("websocket", "too-big", bytes([1 | 3 << 1, 1, 3]) + ws(1, "x" * 100, mask=KEY) + ws(1, "x" * 200, mask=KEY))
+write("websocket", "binary", bytes([SERVER_1MIB, 0]) + ws(2, b"\x00\x01", mask=KEY))
+write("websocket", "bad-utf8", bytes([SERVER_1MIB, 0]) + ws(1, b"\xed\xa0\x80", mask=KEY))
+write("websocket", "bad-close", bytes([CLIENT_1MIB, 0]) + ws(8, b"\x03\xed"))
+write("websocket", "unmasked-at-server", bytes([SERVER_1MIB, 0]) + ws(1, "hi"))

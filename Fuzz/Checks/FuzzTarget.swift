@@ -38,6 +38,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case http
     /// `ProxyHeader.parse`: any bytes, in any chunks (``ProxyChecks``).
     case proxy
+    /// `WebSocketDecoder`: any byte stream, in any chunks (``WebSocketChecks``).
+    case websocket
 
     /// Checks the invariants of this target on one input; throws the first
     /// one that does not hold. A trap inside the project code is a crash
@@ -50,6 +52,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .actions: try ActionChecks.check(input)
         case .http: try HTTPChecks.check(input)
         case .proxy: try ProxyChecks.check(input)
+        case .websocket: try WebSocketChecks.check(input)
         }
     }
 

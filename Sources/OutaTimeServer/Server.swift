@@ -105,7 +105,7 @@ final class Server {
     /// The files ``tlsContext`` was loaded from.
     private(set) var tlsFiles: TLSFiles?
     /// Bounds the TLS handshake steps per loop iteration.
-    private var handshakeGate: TLSHandshakeGate?
+    var handshakeGate: TLSHandshakeGate?
     /// The HTTP listener (`--http`), if any, and its open connections.
     var httpListener: TCPListener?
     var httpConnections: [Int: HTTPConnection] = [:]
@@ -269,6 +269,9 @@ final class Server {
             bound.tls = listener.localAddress
         }
         if let endpoint = config.http {
+            if config.httpTLS, handshakeGate == nil {
+                handshakeGate = TLSHandshakeGate(loop: loop, perIteration: config.tlsHandshakesPerIteration)
+            }
             bound.http = try startHTTP(endpoint)
         }
         scheduler = Scheduler<String>(loop: loop)
@@ -404,11 +407,22 @@ final class Server {
         } else {
             stream = .tcp(tcp)
         }
+        admit(stream, host: host, proxy: proxy, early: early, acceptedAt: acceptedAt)
+    }
+
+    /// Makes a session of a connection the limits admitted: plain TCP, TLS,
+    /// or (`webSocket`) one upgraded on `GET /ws`, whose input then goes to
+    /// ``receivedWebSocket(_:on:)``: the one place input is told apart by
+    /// transport. `early`: the session's first bytes, already read.
+    @discardableResult
+    func admit(_ stream: SocketStream, host: String?, proxy: String? = nil, webSocket: WebSocketLink? = nil,
+               early: UnsafeRawBufferPointer? = nil, acceptedAt: UInt64? = nil) -> Session? {
         nextSerial += 1
         counters.connectionsAccepted += 1
         let session = Session(serial: nextSerial, id: "\(bootID)-\(nextSerial)", stream: stream, server: self,
-                              maxFrame: config.maxFrame, now: acceptedAt ?? loop.now)
+                              maxFrame: config.maxFrame, now: acceptedAt ?? loop.now, webSocket: webSocket)
         sessions[session.serial] = session
+        if webSocket != nil { counters.webSocketOpen += 1 }
         if let host {
             session.peerHost = host
             addresses.connectionOpened(from: host)
@@ -424,24 +438,26 @@ final class Server {
             session.server.logger.debug("write failed", metadata: ["conn.id": "\(session.id)", "error": "\(error)"])
             session.server.destroy(session, reason: error.isTimedOut ? .timedOut : .writeError)
         }
+        let onData: (UnsafeRawBufferPointer) -> Void = webSocket == nil
+            ? { bytes in session.server.received(bytes, on: session) }
+            : { bytes in session.server.receivedWebSocket(bytes, on: session) }
         do {
-            try stream.startReading(onData: { bytes in
-                session.server.received(bytes, on: session)
-            }, onEnd: { error in
+            try stream.startReading(onData: onData, onEnd: { error in
                 session.server.readEnded(on: session, error: error)
             })
         } catch {
             destroy(session, reason: .readError)
-            return
+            return nil
         }
         logger.trace("connection accepted", metadata: ["conn.id": "\(session.id)", "peer": "\(host ?? "?")",
-                                                       "proxy": "\(proxy ?? "-")"])
+                                                       "proxy": "\(proxy ?? "-")", "transport": "\(session.transport)"])
         if let early, early.count > 0 {
             switch stream {
-            case .tcp: received(early, on: session)
+            case .tcp: onData(early)
             case .tls(let tls): tls.receivedEarly(early)
             }
         }
+        return session.state.isClosed ? nil : session
     }
 
     func markDirty(_ session: Session) {

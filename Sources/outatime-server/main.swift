@@ -62,7 +62,8 @@ struct OutaTimeServerCommand: ParsableCommand {
         Serve HTTP on HOST:PORT ([IPv6]:PORT, or a bare PORT on 127.0.0.1; 0 picks a free port, printed as \
         'http listening on HOST:PORT'): GET /metrics (Prometheus text format), GET /healthz (200 while the \
         store writer is not failing and, with --cluster, its NATS link is up; else 503 naming the cause) and \
-        GET /readyz (200 while running, 503 while shutting down or while the NATS link is down). \
+        GET /readyz (200 while running, 503 while shutting down or while the NATS link is down), and \
+        GET /ws: the protocol over WebSocket for browsers (PROTOCOL.md, "WebSocket transport"). \
         Off by default. A non-loopback address needs --http-public. Each client address may hold \
         --http-max-connections-per-address connections; a request head must arrive whole within 2 s.
         """, valueName: "host:port"))
@@ -80,6 +81,26 @@ struct OutaTimeServerCommand: ParsableCommand {
         One more is answered 503 and closed, so one address cannot take the slots others' /healthz needs.
         """, valueName: "n"))
     var httpMaxConnectionsPerAddress = 16
+
+    @Option(name: .customLong("http-allow-origin"), help: ArgumentHelp("""
+        Let pages from this origin open /ws, besides pages the --http listener serves itself: \
+        scheme://host[:port], e.g. https://boards.example or http://localhost:5173; repeat for several. \
+        A /ws request whose Origin header names any other origin is refused 403.
+        """, valueName: "url"))
+    var httpAllowOrigin: [String] = []
+
+    @Flag(help: """
+        Serve /ws on a non-loopback --http address (with --http-public) without TLS: tokens and boards \
+        then cross the network in clear. Without it, /ws there answers 403 (/metrics, /healthz and \
+        /readyz need only --http-public). Prefer --http-tls.
+        """)
+    var allowPlainHttp = false
+
+    @Flag(help: """
+        Serve the --http listener over TLS (https://, wss://HOST:PORT/ws) with --tls-cert and --tls-key \
+        (--tls-port is then optional). Browsers need a certificate they trust for the name in the URL.
+        """)
+    var httpTls = false
     @Option(name: .customLong("proxy-from"), help: ArgumentHelp("""
         Trust PROXY protocol headers (v1 or v2: haproxy 'send-proxy' / 'send-proxy-v2') from this \
         balancer address or CIDR network (10.0.0.5, 10.0.0.0/8, 2001:db8::/32); repeat for several. \
@@ -289,6 +310,15 @@ struct OutaTimeServerCommand: ParsableCommand {
         config.maxChannelsPerToken = maxChannelsPerToken
         config.httpPublic = httpPublic
         config.maxHTTPConnectionsPerAddress = httpMaxConnectionsPerAddress
+        config.allowPlainHTTP = allowPlainHttp
+        config.httpTLS = httpTls
+        do {
+            config.httpAllowedOrigins = try httpAllowOrigin.map { origin throws(ConfigError) in
+                try WebOrigin.parse(allowOrigin: origin)
+            }
+        } catch {
+            throw ValidationError(error.message)
+        }
         config.maxChannelItems = maxChannelItems
         config.maxFailedHellos = maxFailedHellos
         config.maxFailedHelloDelayMs = maxFailedHelloDelayMs

@@ -44,7 +44,19 @@ struct LoadOptions: ParsableArguments {
         """, valueName: "token"))
     var token: String?
 
+    @Option(help: ArgumentHelp("""
+        tcp: length-prefixed frames on the server's TCP port; ws: WebSocket on its HTTP listener \
+        (`outatime-server --http`): every connection upgrades --ws-path, and --port is the HTTP port.
+        """, valueName: "tcp|ws"))
+    var transport: LoadTransport = .tcp
+
+    @Option(help: ArgumentHelp("The path a WebSocket connection upgrades (--transport ws).", valueName: "path"))
+    var wsPath: String = "/ws"
+
     func validateShared() throws {
+        guard wsPath.hasPrefix("/"), wsPath.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            throw ValidationError("--ws-path must be a path starting with '/' of visible ASCII, got '\(wsPath)'")
+        }
         guard (cert == nil) == (key == nil) else {
             throw ValidationError("--cert and --key go together (a client certificate and its private key)")
         }
@@ -63,6 +75,8 @@ struct LoadOptions: ParsableArguments {
             let text = String(decoding: (try? JSONEncoder().encode(token)) ?? Data(), as: UTF8.self)
             LoadConnection.tokenMember = #","token":"# + text
         }
+        LoadConnection.transport = transport
+        LoadConnection.webSocketTarget = (wsPath, host)
         if tls || ca != nil || cert != nil {
             do {
                 LoadConnection.tls = (try TLSContext.client(caFile: ca, certificateFile: cert, privateKeyFile: key), host)

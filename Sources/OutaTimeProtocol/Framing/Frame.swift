@@ -10,7 +10,9 @@
 /// `@unchecked Sendable` is safe because the block is immutable after `init`
 /// and freed only in `deinit`, when no reference (and so no reader) is left.
 /// Readers on any thread see the bytes `init` wrote: handing a reference to
-/// another thread already implies the needed memory ordering.
+/// another thread already implies the needed memory ordering. The one
+/// mutable field, ``webSocketCache``, is touched by the server's loop
+/// thread alone (see ``webSocketMessage``).
 public final class Frame: @unchecked Sendable {
     /// Bytes in the length prefix.
     public static let headerSize = 4
@@ -20,6 +22,10 @@ public final class Frame: @unchecked Sendable {
 
     /// Total size in bytes: header plus body.
     public let count: Int
+
+    /// The body as one WebSocket text message, once a WebSocket connection
+    /// needed it (``webSocketMessage``, Frame+WebSocket.swift); nil until then.
+    var webSocketCache: WebSocketMessage?
 
     /// Allocates the block, writes the header and lets `fill` write the body
     /// in place; the only initializer that allocates.

@@ -66,9 +66,13 @@ public struct HTTPRequestHead: Sendable, Equatable {
 public enum HTTPStatus: Int, Sendable, Equatable {
     case ok = 200
     case badRequest = 400
+    /// A WebSocket upgrade from an origin not allowed (issue 28).
+    case forbidden = 403
     case notFound = 404
     case methodNotAllowed = 405
     case requestTimeout = 408
+    /// A WebSocket upgrade asking for a version other than 13.
+    case upgradeRequired = 426
     case requestHeaderFieldsTooLarge = 431
     case serviceUnavailable = 503
     case httpVersionNotSupported = 505
@@ -78,9 +82,11 @@ public enum HTTPStatus: Int, Sendable, Equatable {
         switch self {
         case .ok: "OK"
         case .badRequest: "Bad Request"
+        case .forbidden: "Forbidden"
         case .notFound: "Not Found"
         case .methodNotAllowed: "Method Not Allowed"
         case .requestTimeout: "Request Timeout"
+        case .upgradeRequired: "Upgrade Required"
         case .requestHeaderFieldsTooLarge: "Request Header Fields Too Large"
         case .serviceUnavailable: "Service Unavailable"
         case .httpVersionNotSupported: "HTTP Version Not Supported"

@@ -118,6 +118,18 @@ public struct ServerConfig: Sendable {
     /// Allow the HTTP listener on a non-loopback address (`--http-public`):
     /// `/metrics` names the server's load and limits to whoever connects.
     public var httpPublic = false
+    /// Origins besides the page's own whose pages may open `GET /ws`
+    /// (`--http-allow-origin URL`, repeatable); a request with any other
+    /// `Origin` is refused `403` before upgrading.
+    public var httpAllowedOrigins: [WebOrigin] = []
+    /// Serve `GET /ws` on a non-loopback HTTP listener without TLS
+    /// (`--allow-plain-http`): tokens in `hello` and the boards would
+    /// cross the network in clear. Without it `/ws` answers `403` there
+    /// (`/metrics`, `/healthz`, `/readyz` need only ``httpPublic``).
+    public var allowPlainHTTP = false
+    /// The HTTP listener speaks TLS (`--http-tls`: `https://`, `wss://`)
+    /// with the server's certificate (``tls``).
+    public var httpTLS = false
     /// A connection that has not sent `hello` within this time is closed.
     /// For TLS, the handshake counts within this time.
     public var helloTimeoutMs = 10_000
@@ -301,7 +313,11 @@ public struct ServerConfig: Sendable {
             try require((0...65535).contains(tlsPort), "--tls-port \(tlsPort) is not a TCP port (0…65535; 0 picks a free port)")
             try require(tls != nil, "--tls-port needs --tls-cert FILE and --tls-key FILE")
         } else {
-            try require(tls == nil, "--tls-cert and --tls-key need --tls-port PORT (the TLS listener)")
+            try require(tls == nil || httpTLS, "--tls-cert and --tls-key need --tls-port PORT (the TLS listener) or --http-tls")
+        }
+        if httpTLS {
+            try require(http != nil, "--http-tls needs --http HOST:PORT (the listener it secures)")
+            try require(tls != nil, "--http-tls needs --tls-cert FILE and --tls-key FILE (the certificate it serves)")
         }
         try require(maxHTTPConnectionsPerAddress >= 1,
                     "--http-max-connections-per-address \(maxHTTPConnectionsPerAddress) must be at least 1")

@@ -7,10 +7,13 @@ import UV
 /// refused head, at the head timeout with an incomplete head, at the hello
 /// timeout idle between heads, and when the server stops. The server takes its heads one at a time
 /// (``nextHead()``), so that pipelined heads wait while their answers are
-/// not read (``Server/answerHTTP(_:)``).
+/// not read (``Server/answerHTTP(_:)``). A `GET /ws` that is upgraded
+/// hands the connection over (``handOver()``): its stream then belongs to a
+/// protocol ``Session`` (``Server/answerWebSocket(_:on:)``).
 final class HTTPConnection {
     let serial: Int
-    let stream: TCPStream
+    /// Plain TCP, or TLS with `--http-tls` (``ServerConfig/httpTLS``).
+    let stream: SocketStream
     /// The client's IP address, its key in ``Server/httpAddresses`` (nil
     /// if the peer's address could not be read).
     let peerHost: String?
@@ -32,7 +35,7 @@ final class HTTPConnection {
     /// per-iteration share of ``Server/answerHTTP(_:)``).
     var waitsForTurn = false
 
-    init(serial: Int, stream: TCPStream, peerHost: String?, now: UInt64) {
+    init(serial: Int, stream: SocketStream, peerHost: String?, now: UInt64) {
         self.serial = serial
         self.stream = stream
         self.peerHost = peerHost
@@ -64,6 +67,16 @@ final class HTTPConnection {
         waitingSince = now
         // A pipelined head already under way has its time from now.
         headStartedAt = buffer.isEmpty ? nil : now
+    }
+
+    /// The connection leaves the HTTP side (`GET /ws` upgraded it): nothing
+    /// more is parsed here; returns the bytes that followed the head, the
+    /// new owner's first input.
+    func handOver() -> [UInt8] {
+        isClosing = true
+        stream.onDrained = nil
+        defer { buffer = [] }
+        return buffer
     }
 
     /// Whether part of a head has arrived (a slow head gets `408`).

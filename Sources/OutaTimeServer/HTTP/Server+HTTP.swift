@@ -54,11 +54,25 @@ extension Server {
         }
         guard let tcp = try? listener.accept() else { return }
         tcp.setNoDelay()
+        let stream: SocketStream
+        if config.httpTLS, let tlsContext {
+            // `--http-tls` (https://, wss://): the TLS stream of the TLS
+            // listener, its handshakes through the same per-iteration gate.
+            do {
+                stream = .tls(try TLSStream(accepting: tcp, context: tlsContext, gate: handshakeGate))
+            } catch {
+                logger.error("cannot start TLS on an HTTP connection", metadata: ["error": "\(error)"])
+                tcp.close()
+                return
+            }
+        } else {
+            stream = .tcp(tcp)
+        }
         nextHTTPSerial += 1
         let host = tcp.peerAddress?.host
-        let connection = HTTPConnection(serial: nextHTTPSerial, stream: tcp, peerHost: host, now: loop.now)
+        let connection = HTTPConnection(serial: nextHTTPSerial, stream: stream, peerHost: host, now: loop.now)
         httpConnections[connection.serial] = connection
-        tcp.onWriteError = { [unowned self, unowned connection] _ in self.dropHTTP(connection) }
+        stream.onWriteError = { [unowned self, unowned connection] _ in self.dropHTTP(connection) }
         if let host {
             let held = httpAddresses[host, default: 0]
             httpAddresses[host] = held + 1
@@ -70,7 +84,7 @@ extension Server {
             }
         }
         do {
-            try tcp.startReading(onData: { [unowned self, unowned connection] bytes in
+            try stream.startReading(onData: { [unowned self, unowned connection] bytes in
                 self.receivedHTTP(bytes, on: connection)
             }, onEnd: { [unowned self, unowned connection] _ in
                 self.dropHTTP(connection)
@@ -85,6 +99,8 @@ extension Server {
     private func refuseHTTP(_ connection: HTTPConnection, host: String) {
         counters.httpRefusedPerAddress += 1
         logger.debug("http connection refused", metadata: ["peer": "\(host)", "limit": "\(config.maxHTTPConnectionsPerAddress)"])
+        // Over TLS a 503 would cost the handshake the cap is there to spare.
+        if connection.stream.tls != nil { return dropHTTP(connection) }
         let response = HTTPResponse(status: .serviceUnavailable, body: "too many HTTP connections from \(host): at most "
             + "\(config.maxHTTPConnectionsPerAddress) at once (--http-max-connections-per-address); close one first\n")
         connection.send(response.bytes(keepAlive: false, headOnly: false))
@@ -128,6 +144,7 @@ extension Server {
             case .head(let head, _):
                 counters.httpRequests += 1
                 answered += 1
+                if head.path == Self.webSocketPath { return answerWebSocket(head, on: connection) }
                 let keepAlive = head.keepsAlive && phase.acceptsHTTP
                 connection.send(route(head).bytes(keepAlive: keepAlive, headOnly: head.method == .head))
                 connection.answered(at: loop.now)
@@ -237,7 +254,7 @@ extension Server {
         }
     }
 
-    private func closeHTTP(_ connection: HTTPConnection) {
+    func closeHTTP(_ connection: HTTPConnection) {
         connection.closeAfterWriting(deadline: loop.now + UInt64(config.lingerMs)) { [unowned self] in
             self.httpConnectionClosed(connection)
         }
@@ -247,8 +264,14 @@ extension Server {
         connection.closeNow { [unowned self] in self.httpConnectionClosed(connection) }
     }
 
-    /// A slot is free: the connection waiting at the cap, if any, is taken.
     private func httpConnectionClosed(_ connection: HTTPConnection) {
+        releaseHTTP(connection)
+    }
+
+    /// The connection closed or left the HTTP side (`GET /ws` upgraded it):
+    /// its slot and its address's count are free, and the connection
+    /// waiting at the cap, if any, is taken.
+    func releaseHTTP(_ connection: HTTPConnection) {
         httpConnections[connection.serial] = nil
         if let host = connection.peerHost, let held = httpAddresses[host] {
             httpAddresses[host] = held > 1 ? held - 1 : nil

@@ -88,6 +88,14 @@ final class ServerMetrics {
             counter("outatime_http_timeouts_total", http["timeouts"] ?? 0,
                     help: "HTTP connections closed for an incomplete head past the head timeout, or idle past the hello timeout")
             gauge("outatime_http_connections", http["open"] ?? 0, help: "Open HTTP connections")
+            counter("outatime_websocket_upgrades_total", http["websocket_upgrades"] ?? 0,
+                    help: "GET /ws requests upgraded to WebSocket protocol sessions")
+            counter("outatime_websocket_refused_total", http["websocket_refused"] ?? 0,
+                    help: "GET /ws requests refused before upgrading (URL, handshake, Host, Origin, plain HTTP)")
+            gauge("outatime_websocket_connections", http["websocket_open"] ?? 0,
+                  help: "Open WebSocket protocol sessions (counted among the connections too)")
+            counter("outatime_websocket_encodes_total", http["websocket_encodes"] ?? 0,
+                    help: "Frames encoded as WebSocket messages (once per frame, however many WebSocket connections it goes to)")
         }
         counter("outatime_frames_in_total", stats.framesIn, help: "Frames received")
         counter("outatime_frames_out_total", stats.framesOut, help: "Frames sent")

@@ -150,6 +150,8 @@ extension Server {
                 "refused_connections": counters.httpRefused, "accept_pauses": counters.httpAcceptPauses,
                 "timeouts": counters.httpTimeouts, "refused_per_address": counters.httpRefusedPerAddress,
                 "open": httpConnections.count,
+                "websocket_upgrades": counters.webSocketUpgrades, "websocket_refused": counters.webSocketRefused,
+                "websocket_open": counters.webSocketOpen, "websocket_encodes": counters.webSocketEncodes,
             ],
             hellosFailed: counters.hellosFailed,
             hellosThrottled: counters.hellosThrottled,

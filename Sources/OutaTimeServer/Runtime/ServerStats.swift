@@ -34,6 +34,15 @@ struct ServerCounters {
     var httpRefused = 0
     var httpAcceptPauses = 0
     var httpTimeouts = 0
+    /// `GET /ws`: connections upgraded to WebSocket sessions, requests
+    /// refused before upgrading (origin, host, URL, handshake), and the
+    /// WebSocket sessions open now (they count among the connections too).
+    var webSocketUpgrades = 0
+    var webSocketRefused = 0
+    var webSocketOpen = 0
+    /// Frames turned into WebSocket messages: once per frame however many
+    /// WebSocket connections it goes to (``Frame/webSocketMessage``).
+    var webSocketEncodes = 0
     /// Channel creations refused at ``ServerConfig/maxChannels``.
     var channelsRefused = 0
     /// Channel creations refused at ``ServerConfig/maxChannelsPerToken``.

@@ -32,6 +32,9 @@ extension Server {
     /// down the write side and waits for the peer's EOF.
     func beginClosing(_ session: Session, reason: Session.CloseReason, bye: ByeReason? = nil) {
         guard session.state.isOpen else { return }
+        // On WebSocket the conversation ends with a Close frame (after the
+        // `bye` when there is one; its reason is the bye reason).
+        session.sendWebSocketClose(bye: bye)
         session.transition(to: .closing(reason: reason, deadline: loop.now + UInt64(config.lingerMs)))
         count(close: bye?.rawValue ?? reason.rawValue)
         session.requests.clear()
@@ -65,6 +68,7 @@ extension Server {
         session.transition(to: .closed)
         detach(session)
         sessions[session.serial] = nil
+        if session.webSocket != nil { counters.webSocketOpen -= 1 }
         channelQuotas.forget(connection: session.serial)
         if let host = session.peerHost { addresses.connectionClosed(from: host) }
         session.requests.clear()

@@ -71,6 +71,11 @@ final class Session {
     let id: String
     /// Plain TCP or TLS; one API (``UV/SocketStream``).
     let stream: SocketStream
+    /// The WebSocket framing of a connection upgraded on `GET /ws`; nil for
+    /// length-prefixed frames (TCP, TLS). The transport seam: ``put(_:)``
+    /// and the input callback (``Server/admit(_:host:proxy:webSocket:early:acceptedAt:)``)
+    /// are the only places that look at it.
+    let webSocket: WebSocketLink?
     unowned let server: Server
     /// The client's IP address, its key in ``Server/addresses`` (nil if the
     /// peer's address could not be read).
@@ -153,14 +158,37 @@ final class Session {
         var droppedMessages = 0
     }
 
-    init(serial: Int, id: String, stream: SocketStream, server: Server, maxFrame: Int, now: UInt64) {
+    init(serial: Int, id: String, stream: SocketStream, server: Server, maxFrame: Int, now: UInt64,
+         webSocket: WebSocketLink? = nil) {
         self.serial = serial
         self.id = id
         self.stream = stream
+        self.webSocket = webSocket
         self.server = server
         self.decoder = FrameDecoder(maxFrame: maxFrame)
         self.connectedAt = now
         self.lastActivity = now
+    }
+
+    /// The transport's name for logs: `tcp`, `tls` or `ws`.
+    var transport: String {
+        webSocket != nil ? "ws" : stream.tls != nil ? "tls" : "tcp"
+    }
+
+    /// Queues `frame` in the transport's form: the length-prefixed frame
+    /// itself, or its WebSocket message (built once per frame, shared by
+    /// every WebSocket connection it goes to). Returns the bytes queued.
+    /// Every frame a session sends goes through here.
+    @inline(__always)
+    private func put(_ frame: Frame) -> Int {
+        if webSocket == nil {
+            stream.enqueue(frame)
+            return frame.count
+        }
+        if !frame.hasWebSocketMessage { server.counters.webSocketEncodes += 1 }
+        let message = frame.webSocketMessage
+        stream.enqueue(message)
+        return message.count
     }
 
     /// Moves to `next`, traced (`conn.id`, `from`, `to`).
@@ -185,9 +213,9 @@ final class Session {
     @inline(__always)
     func queue(_ frame: Frame, limit: Int) -> Bool {
         guard !isSealed, !state.isClosed else { return false }
-        stream.enqueue(frame)
+        let queued = put(frame)
         if !isDirty { server.markDirty(self) }
-        if stream.bufferedByteCount - frame.count > limit {
+        if stream.bufferedByteCount - queued > limit {
             server.close(self, bye: .slowConsumer)
         }
         return true
@@ -201,7 +229,7 @@ final class Session {
     func queueTick(_ frame: Frame, channel: String) -> Bool {
         guard !isSealed, state.isReady else { return false }
         if held.isEmpty, stream.bufferedByteCount < server.config.tickBacklogBytes {
-            stream.enqueue(frame)
+            _ = put(frame)
             if !isDirty { server.markDirty(self) }
             return true
         }
@@ -224,7 +252,7 @@ final class Session {
     func queueMessage(_ frame: Frame, channel: String, backlog: Int) -> Bool {
         guard !isSealed, state.isReady else { return false }
         if held.isEmpty, stream.bufferedByteCount < backlog {
-            stream.enqueue(frame)
+            _ = put(frame)
             if !isDirty { server.markDirty(self) }
             return true
         }
@@ -246,7 +274,7 @@ final class Session {
             if held.isEmpty { stream.onDrained = nil }
             sendDropped(dropped, channel: channel)
         }
-        stream.enqueue(frame)
+        _ = put(frame)
         if !isDirty { server.markDirty(self) }
         return true
     }
@@ -268,7 +296,7 @@ final class Session {
         for (channel, pushes) in waiting {
             if pushes.droppedMessages > 0 { sendDropped(pushes.droppedMessages, channel: channel) }
             if let frame = pushes.tick {
-                stream.enqueue(frame)
+                _ = put(frame)
                 server.counters.deliveries += 1
                 server.counters.framesOut += 1
                 server.counters.bytesOut += frame.count
@@ -280,7 +308,7 @@ final class Session {
     /// Queues `{"type":"dropped","channel":C,"messages":N}` (per connection, rare).
     private func sendDropped(_ count: Int, channel: String) {
         guard let frame = encoded(DroppedPush(channel: channel, messages: count)) else { return }
-        stream.enqueue(frame)
+        _ = put(frame)
         server.counters.framesOut += 1
         server.counters.bytesOut += frame.count
         if !isDirty { server.markDirty(self) }
@@ -293,19 +321,37 @@ final class Session {
     }
 
     /// Queues the last frame of a conversation (the `bye`) and seals the
-    /// output: no limit check, nothing may follow.
-    func sendFinal<Message: Encodable>(_ message: Message) {
+    /// output: no limit check, nothing may follow — on WebSocket but the
+    /// Close frame, whose reason is the `bye` reason
+    /// (``Server/beginClosing(_:reason:bye:)`` queues it).
+    func sendFinal(_ bye: ByePush) {
         guard !isSealed, !state.isClosed else { return }
         isSealed = true
         do {
-            enqueue(try server.encoder.frame(message))
+            enqueue(try server.encoder.frame(bye))
         } catch {
             server.logger.error("encoding failed", metadata: ["conn.id": "\(id)", "error": "\(error)"])
         }
     }
 
+    /// On WebSocket, queues the Close frame once, as the conversation ends
+    /// (after the `bye`, or on its own without one: the peer's Close or
+    /// EOF); nothing on TCP and TLS.
+    func sendWebSocketClose(bye: ByeReason?) {
+        guard let webSocket, !webSocket.closeSent, !state.isClosed else { return }
+        stream.enqueue(OwnedBytes(webSocket.closeFrame(bye: bye)))
+        server.markDirty(self)
+    }
+
+    /// Queues a Pong answering a Ping (WebSocket control frames go between messages).
+    func sendWebSocketPong(_ payload: [UInt8]) {
+        guard let webSocket, !webSocket.closeSent, !state.isClosed else { return }
+        stream.enqueue(OwnedBytes(WebSocketFrame.encode(opcode: .pong, payload: payload)))
+        if !isDirty { server.markDirty(self) }
+    }
+
     private func enqueue(_ frame: Frame) {
-        stream.enqueue(frame)
+        _ = put(frame)
         server.counters.framesOut += 1
         server.counters.bytesOut += frame.count
         server.markDirty(self)
@@ -393,6 +439,7 @@ final class Session {
 }
 
 extension Frame: ByteChunk {}
+extension WebSocketMessage: ByteChunk {}
 
 extension Optional {
     /// Sets the value; true if there was one (it was replaced).

@@ -43,6 +43,10 @@ enum Report {
 
     /// Pretty-prints `object` as sorted JSON on stdout.
     static func printJSON(_ object: [String: Any]) {
+        var object = object
+        // Every scenario's connections go through LoadConnection: say over what, and how many opened.
+        object["transport"] = LoadConnection.transport.name
+        object["connections_opened"] = LoadConnection.opened.load(ordering: .relaxed)
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes])) ?? Data("{}".utf8)
         print(String(decoding: data, as: UTF8.self))
     }
@@ -58,8 +62,18 @@ enum Report {
         return value < 0 ? "-" + out : out
     }
 
-    /// A two-column table.
+    /// `tcp: 1,001 connections opened` or `ws (/ws): 1,001 WebSocket connections opened`.
+    static var transportSummary: String {
+        let opened = grouped(LoadConnection.opened.load(ordering: .relaxed))
+        switch LoadConnection.transport {
+        case .tcp: return "tcp: \(opened) connections opened"
+        case .ws: return "ws (\(LoadConnection.webSocketTarget.path)): \(opened) WebSocket connections opened"
+        }
+    }
+
+    /// A two-column table, with the transport row last.
     static func table(_ title: String, _ rows: [(String, String)]) -> String {
+        let rows = rows + [("transport", transportSummary)]
         let width = rows.map(\.0.count).max() ?? 0
         return ([title] + rows.map { "  " + $0.0.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.1 })
             .joined(separator: "\n")

@@ -1,11 +1,27 @@
 import Foundation
+import Synchronization
 import OutaTimeProtocol
 import UV
 
 /// One framed client connection on a worker's loop: connects, reads frames
 /// into `onFrame`, queues outbound bodies. Every failure (connect, read end,
-/// write error, bad frame) ends in `onFailure` once, then the stream closes.
+/// write error, bad frame, refused upgrade) ends in `onFailure` once, then
+/// the stream closes.
+///
+/// The transport is this type's business alone (``transport``): length
+/// prefixes on the TCP port, or a WebSocket (``LoadWebSocket``) on the HTTP
+/// listener; the scenarios see frame bodies either way.
 final class LoadConnection {
+    /// The transport of every connection of the run (`--transport`): set
+    /// once by ``LoadOptions/prepareRun()`` before any loop starts, then only read.
+    nonisolated(unsafe) static var transport = LoadTransport.tcp
+    /// The WebSocket path and the host name for `Host` (`--ws-path`, `--host`).
+    nonisolated(unsafe) static var webSocketTarget = (path: "/ws", host: "127.0.0.1")
+    /// Connections of the run that got ready (connected; with WebSocket,
+    /// upgraded), over every loop: each report says how many, and over
+    /// which transport (``Report``).
+    static let opened = Atomic<Int>(0)
+
     /// TLS for every connection of the run (`--tls`): set once by
     /// ``LoadOptions/prepareRun()`` before any loop starts, then only read.
     nonisolated(unsafe) static var tls: (context: TLSContext, host: String)?
@@ -23,6 +39,10 @@ final class LoadConnection {
     private var stream: SocketStream
     /// Server frames may be up to 16 MiB (PROTOCOL.md §1).
     private var decoder = FrameDecoder(maxFrame: 16 * 1024 * 1024)
+    /// Set when the transport is WebSocket: the upgrade, then the framing.
+    private var webSocket: LoadWebSocket?
+    /// `open`'s callback, held until the WebSocket upgrade is answered.
+    private var whenUpgraded: (() -> Void)?
     /// Called with each frame body; the pointer is valid only during the call.
     var onFrame: ((UnsafeRawBufferPointer) -> Void)?
     /// Called once with a readable reason when the connection fails.
@@ -67,13 +87,28 @@ final class LoadConnection {
                 self.fail("cannot start reading: \(error)")
                 return
             }
-            connected()
+            if Self.transport == .ws {
+                let host = Self.webSocketTarget.host
+                let webSocket = LoadWebSocket(host: "\(host.contains(":") ? "[\(host)]" : host):\(address.port)",
+                                              path: Self.webSocketTarget.path)
+                self.webSocket = webSocket
+                self.whenUpgraded = connected
+                stream.enqueue(OwnedBytes(webSocket.request))
+                stream.flush()
+            } else {
+                Self.opened.add(1, ordering: .relaxed)
+                connected()
+            }
         }
     }
 
     /// Queues one frame (header written here) without flushing.
     func enqueue(body: [UInt8]) {
         guard !isClosed else { return }
+        if let webSocket {
+            stream.enqueue(OwnedBytes(webSocket.frame(body)))
+            return
+        }
         var frame = [UInt8](repeating: 0, count: 4)
         frame.reserveCapacity(4 + body.count)
         let length = UInt32(body.count)
@@ -132,10 +167,33 @@ final class LoadConnection {
                 if !isClosed { stream.flush() }
             }
         }
+        if let webSocket {
+            receiveWebSocket(bytes, webSocket, onFrame)
+            return
+        }
         do throws(FrameError) {
             try decoder.feed(bytes) { body in onFrame(body) }
         } catch {
             fail("bad frame from the server: \(error)")
+        }
+    }
+
+    private func receiveWebSocket(_ bytes: UnsafeRawBufferPointer, _ webSocket: LoadWebSocket,
+                                  _ onFrame: (UnsafeRawBufferPointer) -> Void) {
+        let outcome = webSocket.receive(bytes, onText: onFrame) { [stream] payload in
+            stream.enqueue(OwnedBytes(webSocket.frame(.pong, payload)))
+            self.flushWaiting = true
+        }
+        switch outcome {
+        case .fine:
+            break
+        case .upgraded:
+            let connected = whenUpgraded
+            whenUpgraded = nil
+            Self.opened.add(1, ordering: .relaxed)
+            connected?()
+        case .failed(let reason):
+            fail(reason)
         }
     }
 }
