@@ -256,18 +256,22 @@ final class Server {
         if config.plainListener {
             let listener = TCPListener(loop: loop)
             self.listener = listener
-            try listener.bind(SocketAddress(host: config.host, port: config.port))
-            try listener.listen(acceptsPerIteration: Self.acceptsPerIteration) { [unowned self, unowned listener] error in
-                self.accept(error, from: listener, tls: false)
+            try listening(on: config.host, config.port, flag: "--port") {
+                try listener.bind(SocketAddress(host: config.host, port: config.port))
+                try listener.listen(acceptsPerIteration: Self.acceptsPerIteration) { [unowned self, unowned listener] error in
+                    self.accept(error, from: listener, tls: false)
+                }
             }
             bound.plain = listener.localAddress
         }
         if let tlsPort = config.tlsPort {
             let listener = TCPListener(loop: loop)
             tlsListener = listener
-            try listener.bind(SocketAddress(host: config.host, port: tlsPort))
-            try listener.listen(acceptsPerIteration: Self.acceptsPerIteration) { [unowned self, unowned listener] error in
-                self.accept(error, from: listener, tls: true)
+            try listening(on: config.host, tlsPort, flag: "--tls-port") {
+                try listener.bind(SocketAddress(host: config.host, port: tlsPort))
+                try listener.listen(acceptsPerIteration: Self.acceptsPerIteration) { [unowned self, unowned listener] error in
+                    self.accept(error, from: listener, tls: true)
+                }
             }
             handshakeGate = TLSHandshakeGate(loop: loop, perIteration: config.tlsHandshakesPerIteration)
             bound.tls = listener.localAddress

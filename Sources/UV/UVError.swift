@@ -11,6 +11,9 @@ public struct UVError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The symbolic name, e.g. `EADDRINUSE`.
     public var name: String { String(cString: uv_err_name(code)) }
 
+    /// libuv's explanation alone, e.g. `address already in use`.
+    public var message: String { String(cString: uv_strerror(code)) }
+
     /// `ECONNRESET`-style name followed by libuv's explanation.
     public var description: String { "\(name): \(String(cString: uv_strerror(code)))" }
 

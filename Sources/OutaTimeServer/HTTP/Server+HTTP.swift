@@ -9,13 +9,15 @@ extension Server {
     func startHTTP(_ endpoint: HTTPEndpoint) throws -> SocketAddress? {
         let listener = TCPListener(loop: loop)
         httpListener = listener
-        try listener.bind(SocketAddress(host: endpoint.host, port: endpoint.port))
-        // A connection that sends nothing reaches the loop only after this
-        // long (then the hello timeout closes it): an idle crowd waits in
-        // the kernel instead of costing an accept and a close each.
-        listener.deferAccept(seconds: Self.httpDeferAcceptSeconds)
-        try listener.listen(backlog: Self.httpBacklog) { [unowned self, unowned listener] error in
-            self.acceptHTTP(error, from: listener)
+        try listening(on: endpoint.host, endpoint.port, flag: "--http") {
+            try listener.bind(SocketAddress(host: endpoint.host, port: endpoint.port))
+            // A connection that sends nothing reaches the loop only after this
+            // long (then the hello timeout closes it): an idle crowd waits in
+            // the kernel instead of costing an accept and a close each.
+            listener.deferAccept(seconds: Self.httpDeferAcceptSeconds)
+            try listener.listen(backlog: Self.httpBacklog) { [unowned self, unowned listener] error in
+                self.acceptHTTP(error, from: listener)
+            }
         }
         return listener.localAddress
     }

@@ -27,11 +27,15 @@ public final class DatabaseLock {
     ///   lock file cannot be made.
     public init(databasePath: String) throws(DatabaseLockError) {
         path = databasePath + ".lock"
-        let folder = URL(fileURLWithPath: databasePath).deletingLastPathComponent()
-        try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        do {
+            try DatabasePath.createFolder(of: databasePath)
+        } catch {
+            // Said as the database's problem: the lock file is only beside it.
+            throw DatabaseLockError(error.description)
+        }
         descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         if descriptor < 0, errno == ELOOP {
-            throw DatabaseLockError("the lock file \(path) is a symbolic link; it must be a plain file "
+            throw DatabaseLockError("cannot open database \(databasePath): the lock file \(path) is a symbolic link; it must be a plain file "
                 + "(remove the link: the server creates the file, mode 0600)")
         }
         if descriptor < 0, errno == EROFS || errno == EACCES {
@@ -42,12 +46,16 @@ public final class DatabaseLock {
             descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
             if descriptor < 0, errno == ENOENT { return }
             if descriptor < 0, errno == ELOOP {
-                throw DatabaseLockError("the lock file \(path) is a symbolic link; it must be a plain file "
+                throw DatabaseLockError("cannot open database \(databasePath): the lock file \(path) is a symbolic link; it must be a plain file "
                     + "(remove the link: the server creates the file, mode 0600)")
             }
         }
         guard descriptor >= 0 else {
-            throw DatabaseLockError("cannot create the lock file \(path): \(String(cString: strerror(errno)))")
+            if let problem = DatabasePath.folderProblem(of: databasePath) {
+                throw DatabaseLockError("cannot open database \(databasePath): \(problem)")
+            }
+            let cause = errno == EISDIR ? "is a directory (remove it: the server creates the file)" : DatabasePath.text(errno)
+            throw DatabaseLockError("cannot open database \(databasePath): cannot create its lock file \(path): \(cause)")
         }
         guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
             let cause = errno

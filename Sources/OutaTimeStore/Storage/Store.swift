@@ -41,8 +41,7 @@ public final class Store: Sendable {
     /// folder, and migrates it to the current schema.
     public init(path: String) throws {
         self.path = path
-        let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try DatabasePath.createFolder(of: path)
 
         var configuration = Configuration()
         configuration.label = "OutaTimeStore"
@@ -56,8 +55,24 @@ public final class Store: Sendable {
             // WAL on every commit. Group commit keeps that to one fsync per batch.
             try db.execute(sql: Self.durableSync)
         }
-        pool = try DatabasePool(path: path, configuration: configuration)
+        // SQLite's errors name neither the file nor the cause ("unable to
+        // open database file"): the folder and the file are looked at then.
+        do {
+            pool = try DatabasePool(path: path, configuration: configuration)
+        } catch {
+            throw DatabasePath.diagnose(path, error)
+        }
         fileIdentity = FileIdentity(path: path)
+        do {
+            try prepare()
+        } catch {
+            throw DatabasePath.diagnose(path, error)
+        }
+    }
+
+    /// The first statements on a newly opened pool: where a file that is not
+    /// a database, or a folder SQLite may not write, shows up.
+    private func prepare() throws {
         // GRDB switches the writer to `synchronous = NORMAL` when it enables WAL,
         // after `prepareDatabase` ran. The pool keeps one writer connection for
         // its lifetime, so setting FULL again here holds for every write.

@@ -149,4 +149,24 @@ struct WatchRenderTests {
         #expect(WatchBoard.connectionLine(.ready, everConnected: false, lastDrop: nil, recovery: nil, lastDisconnect: nil)
                 == "connected")
     }
+
+    @Test("lines and --json: the latest attempt's reason from the second attempt on, when it is news")
+    func lastTryLines() {
+        let drop = (reason: DisconnectReason.bye(.serverShutdown), silenceMs: UInt64?.none)
+        let busy = DisconnectReason.bye(.serverBusy)
+        let second = ConnectionState.reconnecting(attempt: 2, delayMs: 200)
+        #expect(WatchBoard.lastTry(second, drop: drop.reason, latest: busy) == busy)
+        #expect(WatchBoard.lastTry(.reconnecting(attempt: 1, delayMs: 100), drop: drop.reason, latest: busy) == nil)
+        #expect(WatchBoard.lastTry(second, drop: drop.reason, latest: drop.reason) == nil, "not said twice")
+        #expect(WatchLines.connection(second, host: "h", port: 1, drop: drop, lastTry: busy)
+            == "connection reconnecting attempt 2 in 200 ms (the server is shutting down (bye server_shutdown)); "
+            + "last try: the server is full (bye server_busy)")
+        let line = WatchJSON.connection(second, host: "h", port: 1, drop: drop, lastTry: busy)
+        let json = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any] ?? [:]
+        #expect(json["reason_code"] as? String == "bye:server_shutdown" && json["last_try_code"] as? String == "bye:server_busy",
+                "\(line)")
+        #expect(WatchBoard.connectionLine(second, everConnected: true, lastDrop: drop, recovery: nil, lastDisconnect: busy)
+            == "reconnecting, attempt 2 in 0.2 s: the server is shutting down (bye server_shutdown); "
+            + "last try: the server is full (bye server_busy)")
+    }
 }

@@ -239,6 +239,41 @@ struct WatchTests {
         #expect(watch.wait("freshness") { $0["live"] as? Bool == true && ($0["mono_ms"] as? Int ?? 0) > (back["mono_ms"] as? Int ?? 0) - 1 } != nil)
     }
 
+    @Test("--jsonl: a reconnect attempt refused with bye server_busy says so (last_try), beside why the link dropped")
+    func jsonlLastTryBye() throws {
+        let folder = try TemporaryFolder()
+        let database = folder.path("outatime.sqlite")
+        let first = try ServerProcess(["--port", "0", "--db", database], folder: folder)
+        let port = try #require(first.awaitListening()).port
+        let watch = try JSONLWatch(["delorean/x", "--for", "60"], port: port)
+        #expect(watch.wait("sync") != nil, "lines: \(watch.reader.lines)")
+        first.send(signal: SIGTERM)
+        #expect(first.waitForExit() != nil)
+        #expect(watch.wait("connection") { $0["state"] as? String == "reconnecting" } != nil)
+        // The watcher is stopped while the second server's only place is
+        // taken, so that its next attempts are refused whatever the timing.
+        let pid = watch.process.processIdentifier
+        #expect(kill(pid, SIGSTOP) == 0)
+        let second = try ServerProcess(["--port", "\(port)", "--db", database, "--max-connections-per-address", "1"],
+                                       folder: folder)
+        #expect(second.awaitListening() != nil, "stderr: \(second.stderrText)")
+        let occupant = try TestClient(port: port)
+        _ = try occupant.hello()
+        let seen = watch.reader.lines.count
+        #expect(kill(pid, SIGCONT) == 0)
+        let refused = try #require(watch.wait("connection", after: seen, timeout: 30) {
+            $0["last_try_code"] as? String == "bye:server_busy"
+        }, "lines: \(watch.reader.lines.suffix(6))")
+        #expect(refused["state"] as? String == "reconnecting", "\(refused)")
+        #expect(refused["last_try"] as? String == "the server is full (bye server_busy)", "\(refused)")
+        #expect(refused["reason_code"] as? String == "bye:server_shutdown", "why the link dropped stays: \(refused)")
+        occupant.closeAbruptly()
+        #expect(watch.wait("connection", timeout: 30) { $0["state"] as? String == "recovered" } != nil,
+                "lines: \(watch.reader.lines.suffix(6))")
+        second.send(signal: SIGTERM)
+        #expect(second.waitForExit() != nil)
+    }
+
     @Test("in a terminal (tmux), keys start and lap a session",
           .enabled(if: Tmux.path != nil, "tmux is not installed"))
     func tmuxLaps() throws {

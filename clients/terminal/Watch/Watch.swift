@@ -41,7 +41,8 @@ struct Watch: ParsableCommand {
     @Flag(help: """
         One JSON object a line of what the board shows, for scripts (tools/wan_trials.py); \
         each has type, mono_ms (monotonic) and wall: connection {state: connecting, connected, \
-        reconnecting, recovered or closed; reason, reason_code, silence_ms, attempt, delay_ms}, \
+        reconnecting, recovered or closed; reason, reason_code, silence_ms, attempt, delay_ms; last_try and \
+        last_try_code: why the latest attempt failed, from the second on, when that is news}, \
         sync {channel, method, events, seq}, event {channel, seq, event, replayed}, link and \
         freshness {channel, live, age_ms, why: disconnected, silent_link or ticks_late}, \
         shown {channel, seq, live, values}, error {message}.
@@ -179,12 +180,14 @@ final class WatchSession {
             case .connecting, .idle: break
             }
             board.connection = connectionLine(state)
+            let lastTry = WatchBoard.lastTry(state, drop: lastDrop?.reason, latest: connection.lastDisconnect)
             if jsonl {
                 emit("connection", WatchJSONL.connection(state, recovered: state == .ready && recovery != nil,
-                                                         drop: state == .connecting && !everConnected ? nil : lastDrop))
+                                                         drop: state == .connecting && !everConnected ? nil : lastDrop,
+                                                         lastTry: lastTry))
             } else {
-                line(json ? WatchJSON.connection(state, host: options.host, port: options.port, drop: lastDrop)
-                     : WatchLines.connection(state, host: options.host, port: options.port, drop: lastDrop))
+                line(json ? WatchJSON.connection(state, host: options.host, port: options.port, drop: lastDrop, lastTry: lastTry)
+                     : WatchLines.connection(state, host: options.host, port: options.port, drop: lastDrop, lastTry: lastTry))
             }
             evaluate()
             ended(state)

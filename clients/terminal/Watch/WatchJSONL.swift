@@ -8,9 +8,12 @@
 //   {"type":"connection","state":"connecting"|"connected"|"reconnecting"|"recovered"|"closed",
 //    "attempt":N, "delay_ms":N              (reconnecting: the attempt and its backoff delay)
 //    "reason":TEXT, "reason_code":CODE,     (reconnecting, recovered, closed: why the link dropped;
-//    "silence_ms":N}                         CODE is DisconnectReason.code: "bye:slow_consumer",
+//    "silence_ms":N,                         CODE is DisconnectReason.code: "bye:slow_consumer",
 //                                            "unresponsive", "end_of_stream", "io_error", …;
 //                                            silence_ms: time since the last frame when it dropped)
+//    "last_try":TEXT, "last_try_code":CODE}  (reconnecting from attempt 2 on: why the latest attempt
+//                                            failed, when not for the same reason: "bye:server_busy",
+//                                            "connect_failed", …)
 //   {"type":"sync","channel":C,"method":"snapshot"|"recovered"|"reloaded","events":N,"seq":S}
 //   {"type":"event","channel":C,"seq":S,"event":NAME,"replayed":BOOL}   (each event applied, in seq order)
 //   {"type":"link","live":BOOL,"age_ms":N,"why":WHY}                   (the connection's verdict changed)
@@ -43,7 +46,8 @@ enum WatchJSONL {
 
     /// A `connection` object's fields; `drop` is why the link last dropped.
     static func connection(_ state: ConnectionState, recovered: Bool,
-                           drop: (reason: DisconnectReason, silenceMs: UInt64?)?) -> [String: JSONValue] {
+                           drop: (reason: DisconnectReason, silenceMs: UInt64?)?,
+                           lastTry: DisconnectReason? = nil) -> [String: JSONValue] {
         var fields: [String: JSONValue] = [:]
         switch state {
         case .idle, .connecting: fields["state"] = .string("connecting")
@@ -61,6 +65,10 @@ enum WatchJSONL {
             fields["reason"] = .string(reason.reason.explanation(silenceMs: reason.silenceMs))
             fields["reason_code"] = .string(reason.reason.code)
             if let silence = reason.silenceMs { fields["silence_ms"] = .int(Int64(silence)) }
+        }
+        if let lastTry {
+            fields["last_try"] = .string(lastTry.explanation())
+            fields["last_try_code"] = .string(lastTry.code)
         }
         return fields
     }

@@ -49,12 +49,24 @@ struct WatchBoard {
         case .reconnecting(let attempt, let delay):
             var text = "reconnecting, attempt \(attempt) in \(DisconnectReason.seconds(delay))"
             if let why { text += ": " + why }
-            if attempt > 1, let last = lastDisconnect, last != lastDrop?.reason { text += "; last try: \(last)" }
+            if let last = lastTry(state, drop: lastDrop?.reason, latest: lastDisconnect) {
+                text += "; last try: " + last.explanation()
+            }
             return text
         case .connecting: return everConnected ? "reconnecting…" + (why.map { ": " + $0 } ?? "") : "connecting…"
         case .closed(let reason): return "closed" + (reason.map { ": " + $0.explanation(silenceMs: lastDrop?.silenceMs) } ?? "")
         case .idle: return "connecting…"
         }
+    }
+
+    /// Why the latest reconnect attempt failed, when that is news: from the
+    /// second attempt on, and other than why the link first dropped. A
+    /// server that came back full answers each attempt `bye server_busy`
+    /// while the drop itself was `bye server_shutdown`; without this the
+    /// board, the lines and `--jsonl` kept saying only the first.
+    static func lastTry(_ state: ConnectionState, drop: DisconnectReason?, latest: DisconnectReason?) -> DisconnectReason? {
+        guard case .reconnecting(let attempt, _) = state, attempt > 1, let latest, latest != drop else { return nil }
+        return latest
     }
 
     /// The keys the focused panel takes.
@@ -297,7 +309,8 @@ enum WatchLines {
     /// `drop`: why the connection last dropped after being ready, said
     /// with `reconnecting`.
     static func connection(_ state: ConnectionState, host: String, port: Int,
-                           drop: (reason: DisconnectReason, silenceMs: UInt64?)? = nil) -> String {
+                           drop: (reason: DisconnectReason, silenceMs: UInt64?)? = nil,
+                           lastTry: DisconnectReason? = nil) -> String {
         switch state {
         case .idle: "connection idle"
         case .connecting: "connection connecting \(host):\(port)"
@@ -305,6 +318,7 @@ enum WatchLines {
         case .reconnecting(let attempt, let delay):
             "connection reconnecting attempt \(attempt) in \(delay) ms"
                 + (drop.map { " (\($0.reason.explanation(silenceMs: $0.silenceMs)))" } ?? "")
+                + (lastTry.map { "; last try: \($0.explanation())" } ?? "")
         case .closed(let reason?): "connection closed \(reason)"
         case .closed(nil): "connection closed"
         }
@@ -351,7 +365,8 @@ enum WatchJSON {
     }
 
     static func connection(_ state: ConnectionState, host: String, port: Int,
-                           drop: (reason: DisconnectReason, silenceMs: UInt64?)? = nil) -> String {
+                           drop: (reason: DisconnectReason, silenceMs: UInt64?)? = nil,
+                           lastTry: DisconnectReason? = nil) -> String {
         var fields: [String: JSONValue] = ["type": .string("connection"), "server": .string("\(host):\(port)")]
         switch state {
         case .idle: fields["state"] = .string("idle")
@@ -361,7 +376,14 @@ enum WatchJSON {
             fields["state"] = .string("reconnecting")
             fields["attempt"] = .int(Int64(attempt))
             fields["delay_ms"] = .int(Int64(delay))
-            if let drop { fields["reason"] = .string(drop.reason.explanation(silenceMs: drop.silenceMs)) }
+            if let drop {
+                fields["reason"] = .string(drop.reason.explanation(silenceMs: drop.silenceMs))
+                fields["reason_code"] = .string(drop.reason.code)
+            }
+            if let lastTry {
+                fields["last_try"] = .string(lastTry.explanation())
+                fields["last_try_code"] = .string(lastTry.code)
+            }
         case .closed(let reason):
             fields["state"] = .string("closed")
             if let reason { fields["reason"] = .string(reason.description) }
