@@ -204,6 +204,10 @@ struct JSONWritableTests {
         try expectSameJSONBothWays(EventPush(channel: "laps/a", seq: 41, event: "lap_recorded", data: data, at: "2026-11-22T10:00:00.000Z"))
         try expectSameJSONBothWays(TickPush(channel: "delorean/a", data: data))
         try expectSameJSONBothWays(TickPush(channel: "delorean/a", data: ViaCodable(value: data)))
+        let doc = Watcher(session: "s-\"1\"", name: "Doc \\ \"Emmett\"\n")
+        try expectSameJSONBothWays(doc)
+        try expectSameJSONBothWays(MessagePush(channel: "starport/x", from: doc, data: data))
+        try expectSameJSONBothWays(MessagePush(channel: "starport/x", from: doc, data: .string("64 bytes\u{1}")))
         // Nested: a writable inside a Codable array inside a writable.
         try expectSameJSONBothWays(ReplyOK(id: .int(3), result: [ReplyOK(id: .int(4), result: data)]))
     }
@@ -239,6 +243,20 @@ struct ReusableMessageEncoderTests {
             fields.write("status", status)
             try fields.write("laps", laps)
             fields.write("note", note)
+        }
+    }
+
+    @Test("frame(writing:) writes exactly the frame of the Codable path, message pushes and ticks")
+    func frameWritingMatchesCodable() throws {
+        let reusable = ReusableMessageEncoder()
+        let doc = Watcher(session: "s1", name: "Doc \"Emmett\" Brown")
+        var generator = SeededGenerator(seed: 28)
+        for _ in 0..<20 {
+            let data = JSONValue.random(depth: 3, using: &generator)
+            let message = MessagePush(channel: "starport/bench", from: doc, data: data)
+            #expect(bytes(try reusable.frame(writing: message)) == bytes(try MessageEncoder().frame(ViaCodable(value: message))))
+            let tick = TickPush(channel: "delorean/a", data: data)
+            #expect(bytes(try reusable.frame(writing: tick)) == bytes(try MessageEncoder().frame(ViaCodable(value: tick))))
         }
     }
 

@@ -157,6 +157,22 @@ struct JSONValueParsingTests {
         #expect(throws: JSONReadError.self) { try JSONValue.parse(Data("1e999999999999".utf8)) }
     }
 
+    @Test("strings: plain runs, escapes after them, and where a bad string fails")
+    func stringRuns() throws {
+        #expect(try JSONValue.parse(Data(#""plain ASCII run""#.utf8)) == .string("plain ASCII run"))
+        #expect(try JSONValue.parse(Data(#""é then \n and \u0041""#.utf8)) == .string("é then \n and A"))
+        #expect(try JSONValue.parse(Data(#"["ab\"c","✓✓"]"#.utf8)) == .array([.string("ab\"c"), .string("✓✓")]))
+        #expect(throws: JSONReadError(offset: 3, reason: "control character in a string (escape it)")) {
+            try JSONValue.parse(Data("\"ab\u{1}\"".utf8))
+        }
+        #expect(throws: JSONReadError(offset: 3, reason: "unterminated string")) {
+            try JSONValue.parse(Data("\"ab".utf8))
+        }
+        #expect(throws: JSONReadError(offset: 1, reason: "string is not valid UTF-8")) {
+            try JSONValue.parse(Data([0x22, 0x61, 0xFF, 0x62, 0x22]))
+        }
+    }
+
     @Test("invalid UTF-8 throws")
     func invalidUTF8() {
         #expect(throws: (any Error).self) { try JSONValue.parse(Data([0x22, 0xFF, 0x22])) }

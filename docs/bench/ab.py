@@ -15,6 +15,11 @@ server and database:
   (/proc/PID/stat; lower is better: the ratio new/base of it should be
   <= 1).
 
+Against a build as old as 6a3a241 (issue 28's fan-out baseline), which has
+neither limit flag: `--base-args '' --fanout-only` (its outatime-load may
+lack today's `commands` flags); `--subs 10` or `--subs 1000` for the other
+fan-out points.
+
 Prints one line per run and the medians per build. Needs the release
 binaries (`swift build -c release`) in both checkouts. Every run is bounded:
 a server that does not come up in 20 s, or a harness that runs past its
@@ -35,11 +40,17 @@ import time
 PIN = {"server": [], "client": []}
 
 
-def start_server(checkout, folder):
+# The limits a build of today needs lifted for the harness; builds as old as
+# 6a3a241 have neither flag (--base-args '' for them).
+LIMIT_ARGS = ["--max-requests-per-second", "0", "--max-connections-per-address", "15000"]
+SERVER_ARGS = {"base": LIMIT_ARGS, "new": LIMIT_ARGS}
+
+
+def start_server(checkout, folder, name="new"):
     binary = os.path.join(checkout, ".build/release/outatime-server")
     proc = subprocess.Popen(
-        PIN["server"] + [binary, "--port", "0", "--db", os.path.join(folder, "ab.sqlite"), "--max-requests-per-second", "0",
-         "--max-connections-per-address", "15000", "--log-level", "error"],
+        PIN["server"] + [binary, "--port", "0", "--db", os.path.join(folder, "ab.sqlite")] + SERVER_ARGS[name]
+        + ["--log-level", "error"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
@@ -66,7 +77,7 @@ def fanout(args, pid, port):
     out = subprocess.run(
         PIN["client"] + [args.fanout, "--proto", "lpjson", "--port", str(port), "--server-pid", str(pid), "--label", "ab",
          "--lp-config", os.path.join(os.path.dirname(args.fanout), "outatime.conf"), "--channel", "starport/ab",
-         "--scenario", "fanout", "--subs", "100", "--msgs", str(args.msgs), "--size", "64"],
+         "--scenario", "fanout", "--subs", str(args.subs), "--msgs", str(args.msgs), "--size", "64"],
         capture_output=True, text=True, timeout=300)
     line = next(l for l in out.stdout.splitlines() if l.startswith("{"))
     result = json.loads(line)
@@ -99,6 +110,11 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--msgs", type=int, default=200_000, help="fan-out messages per run")
     parser.add_argument("--seconds", type=int, default=8, help="durable-command run length")
+    parser.add_argument("--subs", type=int, default=100, help="fan-out subscribers")
+    parser.add_argument("--fanout-only", action="store_true", help="skip the durable-command runs")
+    parser.add_argument("--base-args", default=None,
+                        help="server flags for the base build instead of the request-rate and per-address limits "
+                             "lifted (--base-args '' for builds as old as 6a3a241, which have neither flag)")
     parser.add_argument("--fanout", default="/tmp/bench/fanout", help="the fanout harness binary")
     parser.add_argument("--pin", action="store_true",
                         help="a named placement: the server on CPU 0, the harness on CPU 1 (taskset); on this "
@@ -106,23 +122,27 @@ def main():
     args = parser.parse_args()
     if args.pin:
         PIN["server"], PIN["client"] = ["taskset", "-c", "0"], ["taskset", "-c", "1"]
+    if args.base_args is not None:
+        SERVER_ARGS["base"] = args.base_args.split()
     builds = {"base": args.base, "new": args.new}
     results = {name: {"fanout": [], "fanout_cpu": [], "commands": [], "command_cpu_us": []} for name in builds}
     for round_number in range(args.rounds):
         order = ["base", "new"] if round_number % 2 == 0 else ["new", "base"]
         for name in order:
             with tempfile.TemporaryDirectory() as folder:
-                proc, port = start_server(builds[name], folder)
+                proc, port = start_server(builds[name], folder, name)
                 try:
                     dps, per_cpu = fanout(args, proc.pid, port)
                 finally:
                     stop_server(proc)
-            with tempfile.TemporaryDirectory() as folder:
-                proc, port = start_server(builds[name], folder)
-                try:
-                    cps, us_per_command = commands(args, builds[name], port, proc.pid)
-                finally:
-                    stop_server(proc)
+            cps, us_per_command = float("nan"), float("nan")
+            if not args.fanout_only:
+                with tempfile.TemporaryDirectory() as folder:
+                    proc, port = start_server(builds[name], folder, name)
+                    try:
+                        cps, us_per_command = commands(args, builds[name], port, proc.pid)
+                    finally:
+                        stop_server(proc)
             results[name]["fanout"].append(dps)
             results[name]["fanout_cpu"].append(per_cpu)
             results[name]["commands"].append(cps)
@@ -137,7 +157,7 @@ def main():
               f"commands {statistics.median(r['commands']):,.0f}/s "
               f"({statistics.median(r['command_cpu_us']):.1f} server CPU µs each)")
     base, new = results["base"], results["new"]
-    for key in ("fanout", "fanout_cpu", "commands", "command_cpu_us"):
+    for key in ("fanout", "fanout_cpu") if args.fanout_only else ("fanout", "fanout_cpu", "commands", "command_cpu_us"):
         ratio = statistics.median(new[key]) / statistics.median(base[key])
         print(f"  new/base {key}: {ratio:.3f}")
     return 0

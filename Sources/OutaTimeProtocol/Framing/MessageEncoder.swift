@@ -62,6 +62,22 @@ public final class ReusableMessageEncoder {
         return writer.withBytes { Frame(body: $0) }
     }
 
+    /// Encodes a message that writes its own fields into a ready-to-send
+    /// frame, as ``frame(_:)`` does but without its generic path: no
+    /// dynamic cast to find the fields (the server's broadcasts: a
+    /// `message` push, a tick).
+    ///
+    /// - Throws: `EncodingError` if the message cannot be represented in JSON.
+    public func frame(writing message: some JSONWritable) throws -> Frame {
+        let writer = inUse ? JSONByteWriter() : self.writer
+        let reused = !inUse
+        inUse = true
+        defer { if reused { inUse = false } }
+        writer.reset()
+        try writer.writeTopLevel(message)
+        return writer.withBytes { Frame(body: $0) }
+    }
+
     /// Encodes the success reply `{"type":"reply","id":…,"ok":true,"result":{…}}`
     /// for a result that writes its own fields, as ``frame(_:)`` encodes
     /// ``ReplyOK`` but without its generic path: the result's type is known

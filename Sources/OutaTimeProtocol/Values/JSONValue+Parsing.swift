@@ -212,24 +212,34 @@ struct JSONReader {
     private mutating func readString() throws(JSONReadError) -> String {
         index += 1  // "
         let start = index
-        // Fast path: no escapes, all ASCII.
-        var ascii = true
-        while index < bytes.count {
-            let byte = bytes[index]
+        // Fast path: no escapes. The run is scanned over locals and the
+        // reader's `index` set once after it: the loop over `self.index`
+        // cost about 20 instructions a byte, a fifth of a `publish` request
+        // under callgrind (issue 28).
+        var end = start
+        var high: UInt8 = 0  // any byte >= 0x80 sets the top bit
+        if let base = bytes.baseAddress {
+            let count = bytes.count
+            while end < count {
+                let byte = base.load(fromByteOffset: end, as: UInt8.self)
+                if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 { break }
+                high |= byte
+                end += 1
+            }
+        }
+        index = end
+        if let byte = current {
             if byte == UInt8(ascii: "\"") {
                 let run = UnsafeRawBufferPointer(rebasing: bytes[start..<index])
                 index += 1
-                if ascii { return String(decoding: run, as: UTF8.self) }
+                if high < 0x80 { return String(decoding: run, as: UTF8.self) }
                 guard let text = String(validating: run, as: UTF8.self) else {
                     index = start
                     throw fail("string is not valid UTF-8")
                 }
                 return text
             }
-            if byte == UInt8(ascii: "\\") { break }
             if byte < 0x20 { throw fail("control character in a string (escape it)") }
-            if byte >= 0x80 { ascii = false }
-            index += 1
         }
         // Slow path: escapes.
         var utf8 = [UInt8](UnsafeRawBufferPointer(rebasing: bytes[start..<index]))

@@ -75,10 +75,22 @@ extension Server {
     /// the message does not encode.
     private func encodedOnce<Message: Encodable>(_ message: Message, for channel: String,
                                                  remote: Bool) -> (SubscriberList?, Frame)? {
+        encodedOnce(for: channel, remote: remote) { try encoder.frame(message) }
+    }
+
+    /// ``encodedOnce(_:for:remote:)`` for a message that writes its own
+    /// fields (a `message` push, a tick): no `Codable`, no dynamic cast.
+    private func encodedOnce<Message: JSONWritable>(_ message: Message, for channel: String,
+                                                    remote: Bool) -> (SubscriberList?, Frame)? {
+        encodedOnce(for: channel, remote: remote) { try encoder.frame(writing: message) }
+    }
+
+    private func encodedOnce(for channel: String, remote: Bool,
+                             _ encode: () throws -> Frame) -> (SubscriberList?, Frame)? {
         let subscribers = subscriptions.subscribers(of: channel)
         guard remote || (subscribers?.count ?? 0) > 0 else { return nil }
         do {
-            return (subscribers, try encoder.frame(message))
+            return (subscribers, try encode())
         } catch {
             logger.error("encoding a broadcast failed", metadata: ["channel": "\(channel)", "error": "\(error)"])
             return nil
