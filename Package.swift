@@ -31,17 +31,7 @@ let package = Package(
             pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]
         ),
-        .target(
-            name: "UV",
-            dependencies: ["CLibUV", "CLibSSL"],
-            // Release builds only: no run-time exclusivity checks in UV. A
-            // broadcast appends one chunk to thousands of write queues, and
-            // each access to a stream's stored `var`s paid a
-            // `swift_beginAccess` (35 % of a 100-subscriber fan-out's
-            // instructions under callgrind, issue 28). UV's state belongs to
-            // the loop thread; debug builds (every test) keep the checks.
-            swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
-        ),
+        .target(name: "UV", dependencies: ["CLibUV", "CLibSSL"]),
         // libnats 3.4 (cluster mode), seen only by the NATS module.
         .systemLibrary(
             name: "CNats",

@@ -9,7 +9,8 @@ public class Handle {
     let handle: UnsafeMutablePointer<uv_handle_t>
     private var closeCallbacks: [() -> Void] = []
     /// True once ``close(_:)`` was called.
-    public private(set) var isClosing = false
+    /// Unchecked like ``TCPStream``'s queue: every enqueue reads it (issue 28).
+    @exclusivity(unchecked) public private(set) var isClosing = false
 
     init<T>(loop: Loop, type: T.Type) {
         self.loop = loop

@@ -30,7 +30,8 @@ public final class TLSStream {
     private let writeBIO: OpaquePointer
     private let gate: TLSHandshakeGate?
     private var phase = Phase.handshaking
-    private var plaintext = WriteQueue()
+    /// Unchecked like ``TCPStream``'s queue (loop thread only; issue 28).
+    @exclusivity(unchecked) private var plaintext = WriteQueue()
     private var onData: ((UnsafeRawBufferPointer) -> Void)?
     private var onReadEnd: ((UVError) -> Void)?
     private var endReported = false
