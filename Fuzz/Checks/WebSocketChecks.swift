@@ -10,7 +10,8 @@ import OutaTimeProtocol
 /// written from RFC 6455 §5 without the decoder's code paths, its UTF-8
 /// judged by `String(validating:)`); a 1009 comes at the header; the bytes
 /// held never exceed one frame in progress plus the message so far; after a
-/// Close or a failure nothing more comes out. Every text message, written
+/// Close or a failure nothing more comes out; `feed` in the same chunks
+/// gives the same events. Every text message, written
 /// back by the encoder as one frame and as fragments, reads back the same.
 enum WebSocketChecks {
     static let maxMessages = [0, 1, 5, 125, 126, 1000, 65536, 1 << 20]
@@ -47,6 +48,24 @@ enum WebSocketChecks {
         }
         guard same(events, expected) else {
             throw FuzzFailure(.websocket, "masked \(masked), max \(max), chunks \(sizes): decoded \(describe(events)), expected \(describe(expected))")
+        }
+        // `feed` (the client's path: whole frames in place, split ones
+        // buffered a frame at a time) in the same chunks: the same events.
+        var fed = WebSocketDecoder(maxMessageBytes: max, requireMasked: masked)
+        var fedEvents: [WebSocketEvent] = []
+        offset = 0
+        turn = 0
+        while offset < stream.count {
+            let size = sizes.isEmpty || turn > 4 * stream.count + 8 ? stream.count : sizes[turn % sizes.count]
+            turn += 1
+            let end = min(stream.count, offset + size)
+            stream[offset..<end].withUnsafeBytes { chunk in
+                fed.feed(chunk, onText: { fedEvents.append(.text(Array($0))) }, onEvent: { fedEvents.append($0) })
+            }
+            offset = end
+        }
+        guard same(fedEvents, expected) else {
+            throw FuzzFailure(.websocket, "masked \(masked), max \(max), chunks \(sizes): fed \(describe(fedEvents)), expected \(describe(expected))")
         }
         if let last = events.last, last.ends {
             decoder.append([0x81, 0x00, 0x81, 0x80, 0, 0, 0, 0])

@@ -19,7 +19,8 @@
 #
 # Environment: SUBSCRIBERS (1000), SIZE (64 B), MESSAGES (30000 per throughput
 # run), RATE (200 publishes/s), LATENCY_SECONDS (10 per latency run), ROUNDS
-# (5), LOOPS (harness event loops, 2), BUILD (where the binaries are,
+# (5), LOOPS (harness event loops, 2), TICK_BACKLOG (the server's
+# --tick-backlog-bytes, 1 MiB: see below), BUILD (where the binaries are,
 # .build/release), SERVER_CPUS and HARNESS_CPUS (CPU lists
 # for `taskset -c`, as docs/bench/commands.sh; unset, the kernel places every
 # thread). Needs .build/release/outatime-server and outatime-load (make
@@ -34,6 +35,10 @@ RATE=${RATE:-200}
 LATENCY_SECONDS=${LATENCY_SECONDS:-10}
 ROUNDS=${ROUNDS:-5}
 LOOPS=${LOOPS:-2}
+# A subscriber may fall --window (1,000) messages of ~140 B behind: past the
+# default 64 KiB backlog the server drops `message` pushes to it (PROTOCOL.md
+# §12), which the harness counts as lost and the run fails. 1 MiB holds the window.
+TICK_BACKLOG=${TICK_BACKLOG:-1048576}
 BUILD=${BUILD:-.build/release}
 SERVER=$BUILD/outatime-server
 LOAD=$BUILD/outatime-load
@@ -52,7 +57,7 @@ ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 connections=$((4 * SUBSCRIBERS + 100))
 "${on_server_cpus[@]}" "$SERVER" --port 0 --http 0 --db "$OUT/bench.sqlite" --log-level warning \
   --max-connections-per-address "$connections" --http-max-connections-per-address "$connections" \
-  --max-requests-per-second 0 >"$OUT/server.out" 2>"$OUT/server.err" &
+  --max-requests-per-second 0 --tick-backlog-bytes "$TICK_BACKLOG" >"$OUT/server.out" 2>"$OUT/server.err" &
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true' EXIT
 for _ in $(seq 100); do

@@ -17,7 +17,7 @@ extension WebSocketDecoder {
     /// error (its rest is in the next fragment); anything else invalid is.
     static func utf8Prefix(_ bytes: UnsafeRawBufferPointer, final: Bool) -> Result<Int, UTF8Problem> {
         // ASCII needs no more than this scan (the common case: JSON).
-        if !bytes.contains(where: { $0 >= 0x80 }) { return .success(bytes.count) }
+        if isASCII(bytes) { return .success(bytes.count) }
         do {
             _ = try UTF8Span(validating: bytes.assumingMemoryBound(to: UInt8.self).span)
             return .success(bytes.count)
@@ -27,6 +27,22 @@ extension WebSocketDecoder {
             }
             return .failure(UTF8Problem(kind: Self.name(error.kind), offset: error.byteOffsets.lowerBound))
         }
+    }
+
+    /// True when no byte has its top bit set; eight bytes at a time (every
+    /// received text message is checked, and JSON is mostly ASCII).
+    static func isASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var offset = 0
+        var seen: UInt64 = 0
+        while bytes.count - offset >= 8 {
+            seen |= bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            offset += 8
+        }
+        while offset < bytes.count {
+            seen |= UInt64(bytes[offset])
+            offset += 1
+        }
+        return seen & 0x8080_8080_8080_8080 == 0
     }
 
     /// The problem with `bytes` as a whole UTF-8 text, or nil when valid.

@@ -121,24 +121,24 @@ public struct WebSocketDecoder: Sendable {
         onText: (UnsafeRawBufferPointer) -> Void,
         onEvent: (WebSocketEvent) -> Void
     ) -> Bool {
-        guard !isFinished else { return false }
         var offset = 0
-        if start == buffer.count && !inMessage && !requireMasked {
-            while offset < chunk.count {
-                let rest = UnsafeRawBufferPointer(rebasing: chunk[offset...])
-                guard case .header(let header) = WebSocketFrameHeader.parse(rest),
-                      header.mask == nil, header.fin, header.opcode == .text,
-                      header.payloadLength <= UInt64(maxMessageBytes),
-                      UInt64(rest.count - header.size) >= header.payloadLength else { break }
-                let payload = UnsafeRawBufferPointer(rebasing: rest[header.size..<header.size + Int(header.payloadLength)])
-                // Invalid UTF-8 takes the slow path, which reports it.
-                guard case .success = Self.utf8Prefix(payload, final: true) else { break }
-                onText(payload)
-                offset += header.size + payload.count
+        while !isFinished && offset < chunk.count {
+            if requireMasked {
+                // Masked frames are unmasked into a copy anyway.
+                append(UnsafeRawBufferPointer(rebasing: chunk[offset...]))
+                offset = chunk.count
+            } else {
+                if start == buffer.count && !inMessage {
+                    offset = deliverInPlace(chunk, from: offset, onText)
+                    if offset == chunk.count { break }
+                }
+                // A frame the fast path cannot take, or one split by the
+                // read: buffer only the bytes it still needs, so that the
+                // rest of the chunk can go in place again.
+                let take = max(1, min(bytesWanted(), chunk.count - offset))
+                append(UnsafeRawBufferPointer(rebasing: chunk[offset..<offset + take]))
+                offset += take
             }
-        }
-        if offset < chunk.count {
-            append(UnsafeRawBufferPointer(rebasing: chunk[offset...]))
             while let event = next() {
                 if case .text(let bytes) = event {
                     bytes.withUnsafeBytes { onText($0) }
@@ -148,6 +148,44 @@ public struct WebSocketDecoder: Sendable {
             }
         }
         return !isFinished
+    }
+
+    /// Passes whole unmasked, unfragmented, valid text frames at
+    /// `chunk[offset...]` to `onText` in place; returns the offset of the
+    /// first frame it did not take.
+    private func deliverInPlace(
+        _ chunk: UnsafeRawBufferPointer, from start: Int, _ onText: (UnsafeRawBufferPointer) -> Void
+    ) -> Int {
+        var offset = start
+        while offset < chunk.count {
+            let rest = UnsafeRawBufferPointer(rebasing: chunk[offset...])
+            guard case .header(let header) = WebSocketFrameHeader.parse(rest),
+                  header.mask == nil, header.fin, header.opcode == .text,
+                  header.payloadLength <= UInt64(maxMessageBytes),
+                  UInt64(rest.count - header.size) >= header.payloadLength else { break }
+            let payload = UnsafeRawBufferPointer(rebasing: rest[header.size..<header.size + Int(header.payloadLength)])
+            // Invalid UTF-8 takes the slow path, which reports it.
+            guard case .success = Self.utf8Prefix(payload, final: true) else { break }
+            onText(payload)
+            offset += header.size + payload.count
+        }
+        return offset
+    }
+
+    /// How many more bytes the frame at the front of the buffer needs before
+    /// ``next()`` can decide on it (its header first, then its payload).
+    private func bytesWanted() -> Int {
+        let held = buffer.count - start
+        guard held >= 2 else { return 2 - held }
+        let second = buffer[start + 1]
+        let length7 = second & 0x7F
+        let headerSize = 2 + (length7 == 126 ? 2 : length7 == 127 ? 8 : 0) + (second & 0x80 != 0 ? 4 : 0)
+        guard held >= headerSize else { return headerSize - held }
+        let input = buffer
+        let parsed = input.withUnsafeBytes { WebSocketFrameHeader.parse(UnsafeRawBufferPointer(rebasing: $0[start...])) }
+        guard case .header(let header) = parsed else { return 1 }
+        let total = UInt64(header.size) + header.payloadLength
+        return total > UInt64(held) ? Int(min(total - UInt64(held), UInt64(Int.max))) : 1
     }
 
     /// What one frame at the front of the buffer amounts to.
