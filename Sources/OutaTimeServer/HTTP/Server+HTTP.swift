@@ -221,7 +221,7 @@ extension Server {
             return HTTPResponse(status: .ok, body: "ready\n")
         case let path where path == "/" || path.hasPrefix("/web/"): return webResponse(head)
         default:
-            return HTTPResponse(status: .notFound, body: "no route \(head.path.prefix(100)); routes: /, /web/*, /metrics, /healthz, /readyz\n")
+            return HTTPResponse(status: .notFound, body: "no route \(head.path.prefix(100)); routes: /, /web/*, /ws, /metrics, /healthz, /readyz\n")
         }
     }
 
