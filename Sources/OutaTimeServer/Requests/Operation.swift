@@ -130,6 +130,7 @@ extension Server {
             messagesDropped: counters.messagesDropped,
             readsDeferred: loop.deferredReads,
             reportsDeferred: counters.reportsDeferred,
+            flushesGathered: counters.flushesGathered,
             tickLatenessMaxMs: counters.tickLatenessMaxMs,
             tickLatenessTotalMs: counters.tickLatenessTotalMs,
             slowestChannels: scope.map(slowestChannels(in:)) ?? [],
