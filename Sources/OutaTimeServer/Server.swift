@@ -143,10 +143,6 @@ final class Server {
     /// Fires a deferred (coalesced) flush.
     private var flushTimer: PreciseTimer!
     private var flushTimerArmed = false
-    /// ``Loop/budgetPauses`` at the last flush decision, and whether that
-    /// decision put the flush off by an iteration (``flushOrGather()``).
-    private var seenBudgetPauses = 0
-    private var flushGathering = false
     /// `Loop.hrtime` of the last flush pass.
     private var lastFlushNs: UInt64 = 0
     /// Crowded channels' presence, gathered until `presenceTimer` fires.
@@ -307,7 +303,7 @@ final class Server {
             self.reportTimeThisIteration = 0
             self.iteration &+= 1
             self.submitOpenBatches()
-            self.flushOrGather()
+            self.flushSoon()
         }
         flushTimer = try PreciseTimer(loop: loop)
         presenceTimer = UV.Timer(loop: loop)
@@ -503,33 +499,9 @@ final class Server {
         }
     }
 
-    /// The flush of a loop iteration (from the flusher's prepare callback).
-    /// When the last I/O phase paused a stream for its read budget (more
-    /// input waits in the kernel: a saturating publisher is read 16 KiB, about
-    /// 125 publishes, per iteration), the flush waits for the next iteration,
-    /// at most one in a row: every subscriber then gets one write per 32 KiB
-    /// read instead of one per 16 KiB, as before the budget (6a3a241 read up
-    /// to 32 x 64 KiB per iteration; issue 28: writev per publish had
-    /// doubled). ``NextTurn`` keeps the loop from blocking in its poll
-    /// meanwhile, so output is late by one iteration (one more read of at
-    /// most 16 KiB per stream) and never longer. Commit replies still leave
-    /// at once (``actOnReports()``).
-    private func flushOrGather() {
-        let pauses = loop.budgetPauses
-        defer { seenBudgetPauses = pauses }
-        if pauses != seenBudgetPauses, !flushGathering, !dirty.isEmpty, !flushTimerArmed, case .running = phase {
-            flushGathering = true
-            counters.flushesGathered += 1
-            nextTurn.request()
-            return
-        }
-        flushSoon()
-    }
-
     /// One write per dirty session with everything queued since its last flush.
     private func flushDirty(now: UInt64 = Loop.hrtime) {
         lastFlushNs = now
-        flushGathering = false
         guard !dirty.isEmpty else { return }
         let sessions = dirty
         dirty = []

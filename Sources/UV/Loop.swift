@@ -29,11 +29,6 @@ public final class Loop {
     /// Reads deferred by ``readTimePerIteration`` so far, counted once per
     /// stream and iteration.
     public var deferredReads: Int { budget?.deferredReads ?? 0 }
-    /// Streams paused so far because they used their read budget in an
-    /// iteration (or were deferred: ``ReadBudget``). A change since the last
-    /// look means the last I/O phase left input waiting in the kernel: the
-    /// server uses it to gather writes over two such iterations.
-    public private(set) var budgetPauses = 0
     /// The bytes one read asks for: the whole read budget of an iteration,
     /// so a read that fills it pauses the stream (``TCPStream/didRead(_:)``).
     let readSize = min(ReadBudget.bytesPerIteration, Loop.readBufferSize)
@@ -114,7 +109,6 @@ public final class Loop {
     /// Pauses `stream`, which used its read budget, until this iteration's
     /// I/O phase is over.
     func pauseForBudget(_ stream: TCPStream) {
-        budgetPauses &+= 1
         readBudget.pause(stream)
     }
 

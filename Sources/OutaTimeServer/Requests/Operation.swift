@@ -130,7 +130,6 @@ extension Server {
             messagesDropped: counters.messagesDropped,
             readsDeferred: loop.deferredReads,
             reportsDeferred: counters.reportsDeferred,
-            flushesGathered: counters.flushesGathered,
             tickLatenessMaxMs: counters.tickLatenessMaxMs,
             tickLatenessTotalMs: counters.tickLatenessTotalMs,
             slowestChannels: scope.map(slowestChannels(in:)) ?? [],

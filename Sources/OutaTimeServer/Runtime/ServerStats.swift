@@ -73,9 +73,6 @@ struct ServerCounters {
     /// Times the handling of committed groups went on in a later loop
     /// iteration, its time spent (``Server/reportCommits()``).
     var reportsDeferred = 0
-    /// Flushes put off by one loop iteration because the last one left input
-    /// waiting (``Server/flushOrGather()``): fewer, larger writes.
-    var flushesGathered = 0
     /// Ticks built more than ``lateTickMs`` after they were due (the loop was busy).
     var ticksLate = 0
     /// The most a tick was built after it was due, in ms.
@@ -131,8 +128,6 @@ struct StatsResult: Encodable {
     var readsDeferred: Int
     /// Times the handling of committed groups went on in a later iteration.
     var reportsDeferred: Int
-    /// Flushes put off by one iteration to gather more output per write.
-    var flushesGathered: Int
     var tickLatenessMaxMs: UInt64
     var tickLatenessTotalMs: UInt64
     /// At most ``Server/slowestChannelsShown`` channels of the connection's
@@ -191,7 +186,6 @@ struct StatsResult: Encodable {
         case messagesDropped = "messages_dropped"
         case readsDeferred = "reads_deferred"
         case reportsDeferred = "reports_deferred"
-        case flushesGathered = "flushes_gathered"
         case tickLatenessMaxMs = "tick_lateness_max_ms"
         case tickLatenessTotalMs = "tick_lateness_total_ms"
         case slowestChannels = "slowest_channels"
