@@ -36,15 +36,24 @@ final class Server {
     let clock: MonotonicClock
     var phase = Phase.starting
 
+    /// What every connection shares of the server: the encoder, the
+    /// counters, the limits, the flush list; the server is its router.
+    /// Made on first use (it refers to the finished server).
+    private(set) lazy var connectionContext = ConnectionContext(
+        router: self, logger: logger, limits: ConnectionLimits(config), loop: loop)
     /// Encodes every reply and push (loop thread only).
-    let encoder = ReusableMessageEncoder()
+    var encoder: ReusableMessageEncoder { connectionContext.encoder }
     /// Each event's `at`, formatted once a second (loop thread only).
     var eventTimes = ISOTime.SecondCache()
-    var counters = ServerCounters()
+    /// The counters `stats` and `/metrics` report (kept in the connections' context).
+    var counters: ServerCounters {
+        _read { yield connectionContext.counters }
+        _modify { yield &connectionContext.counters }
+    }
     let startedAt = Date()
     let bootID: String
 
-    var sessions: [Int: Session] = [:]
+    var connections: [Int: Connection] = [:]
     /// Per client address: connections held (``ServerConfig/maxConnectionsPerAddress``).
     var addresses = AddressTable()
     /// Recent failed `hello`s per address and per token: how long each
@@ -152,7 +161,7 @@ final class Server {
     /// Records the alive-until moment each second (``recordAlive(force:)``).
     private var aliveTimer: UV.Timer!
     private(set) var scheduler: Scheduler<String>!
-    /// Wakes rate-limited sessions (by serial) when their next request-rate
+    /// Wakes rate-limited connections (by serial) when their next request-rate
     /// window begins (``overRequestRate(_:)``).
     private(set) var rateWakeups: Scheduler<Int>!
     /// Wakes connections whose failed `hello` is answered late (by serial),
@@ -165,7 +174,6 @@ final class Server {
     /// systemd's notification socket (`$NOTIFY_SOCKET`), when the
     /// executable runs as a `Type=notify` service (``notifyService(_:)``).
     var serviceNotifier: ServiceNotifier?
-    var dirty: [Session] = []
     /// Cluster mode's ownership, forwarding and relay (nil on a single server).
     let cluster: ClusterNode?
 
@@ -377,7 +385,7 @@ final class Server {
         if let host, config.proxyFrom.anyContains(host) {
             // A trusted balancer: the client's address comes in its PROXY
             // header; only the total limit applies until then.
-            if sessions.count + proxyHeaderWaits.count >= config.maxConnections {
+            if connections.count + proxyHeaderWaits.count >= config.maxConnections {
                 refuse(tcp, limit: .total, host: host, tls: tls)
             } else {
                 awaitProxyHeader(on: tcp, tls: tls, proxy: host)
@@ -424,65 +432,33 @@ final class Server {
     /// transport. `early`: the session's first bytes, already read.
     @discardableResult
     func admit(_ stream: SocketStream, host: String?, proxy: String? = nil, webSocket: WebSocketLink? = nil,
-               early: UnsafeRawBufferPointer? = nil, acceptedAt: UInt64? = nil) -> Session? {
+               early: UnsafeRawBufferPointer? = nil, acceptedAt: UInt64? = nil) -> Connection? {
         nextSerial += 1
         counters.connectionsAccepted += 1
-        let session = Session(serial: nextSerial, id: "\(bootID)-\(nextSerial)", stream: stream, server: self,
-                              maxFrame: config.maxFrame, now: acceptedAt ?? loop.now, webSocket: webSocket)
-        sessions[session.serial] = session
+        let connection = Connection(serial: nextSerial, id: "\(bootID)-\(nextSerial)", stream: stream,
+                                    context: connectionContext, now: acceptedAt ?? loop.now, webSocket: webSocket)
+        connections[connection.serial] = connection
         if webSocket != nil { counters.webSocketOpen += 1 }
         if let host {
-            session.peerHost = host
+            connection.peerHost = host
             addresses.connectionOpened(from: host)
         }
-        // Each callback captures the session alone, strongly: Swift then
-        // uses the session itself as the closure's context. Capturing
-        // `[unowned self, unowned session]` allocated a 32-byte box per
-        // callback, 144 bytes a connection with malloc's rounding
-        // (docs/BENCHMARKS.md, idle memory). The cycle this makes (session →
-        // stream → callback → session) ends when `destroy` closes the
-        // stream, which drops its callbacks.
-        stream.onWriteError = { error in
-            session.server.logger.debug("write failed", metadata: ["conn.id": "\(session.id)", "error": "\(error)"])
-            session.server.destroy(session, reason: error.isTimedOut ? .timedOut : .writeError)
-        }
-        let onData: (UnsafeRawBufferPointer) -> Void = webSocket == nil
-            ? { bytes in session.server.received(bytes, on: session) }
-            : { bytes in session.server.receivedWebSocket(bytes, on: session) }
-        do {
-            try stream.startReading(onData: onData, onEnd: { error in
-                session.server.readEnded(on: session, error: error)
-            })
-        } catch {
-            destroy(session, reason: .readError)
-            return nil
-        }
-        logger.trace("connection accepted", metadata: ["conn.id": "\(session.id)", "peer": "\(host ?? "?")",
-                                                       "proxy": "\(proxy ?? "-")", "transport": "\(session.transport)"])
-        if let early, early.count > 0 {
-            switch stream {
-            case .tcp: onData(early)
-            case .tls(let tls): tls.receivedEarly(early)
-            }
-        }
-        return session.state.isClosed ? nil : session
-    }
-
-    func markDirty(_ session: Session) {
-        guard !session.isDirty else { return }
-        session.isDirty = true
-        dirty.append(session)
+        guard connection.start() else { return nil }
+        logger.trace("connection accepted", metadata: ["conn.id": "\(connection.id)", "peer": "\(host ?? "?")",
+                                                       "proxy": "\(proxy ?? "-")", "transport": "\(connection.transport)"])
+        if let early, early.count > 0 { connection.receivedEarly(early) }
+        return connection.state.isClosed ? nil : connection
     }
 
     /// Once per loop iteration, before the loop blocks, and after each group
-    /// of commits: flushes now, or — when many sessions wait and the last
+    /// of commits: flushes now, or — when many connections wait and the last
     /// flush was very recent — arms the flush timer for
     /// `flushIntervalMicroseconds` after the last flush (write coalescing:
     /// fewer, larger writes; see ``ServerConfig``).
     private func flushSoon() {
-        guard !dirty.isEmpty, !flushTimerArmed else { return }
+        guard !connectionContext.dirty.isEmpty, !flushTimerArmed else { return }
         let interval = UInt64(config.flushIntervalMicroseconds) * 1_000
-        guard interval > 0, dirty.count >= config.coalesceMinSessions, case .running = phase else {
+        guard interval > 0, connectionContext.dirty.count >= config.coalesceMinSessions, case .running = phase else {
             flushDirty()
             return
         }
@@ -502,12 +478,12 @@ final class Server {
     /// One write per dirty session with everything queued since its last flush.
     private func flushDirty(now: UInt64 = Loop.hrtime) {
         lastFlushNs = now
-        guard !dirty.isEmpty else { return }
-        let sessions = dirty
-        dirty = []
-        for session in sessions {
-            session.isDirty = false
-            session.stream.flush()
+        guard !connectionContext.dirty.isEmpty else { return }
+        let connections = connectionContext.dirty
+        connectionContext.dirty = []
+        for connection in connections {
+            connection.isDirty = false
+            connection.stream.flush()
         }
     }
 
@@ -575,6 +551,7 @@ final class Server {
     func transition(to next: Phase) {
         logger.trace("server phase", metadata: ["from": "\(phase)", "to": "\(next)"])
         phase = next
+        if case .running = next { connectionContext.takesInput = true } else { connectionContext.takesInput = false }
     }
 
     /// Entry points from libuv and the inbox run on the loop thread only:

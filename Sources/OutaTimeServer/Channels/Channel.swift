@@ -20,7 +20,7 @@ final class Channel {
     var tickLateness = TickLatenessWindow()
     /// Sessions whose parked request runs again when the channel is ready
     /// (created, or its commits done).
-    var waiters: [Session] = []
+    var waiters: [Connection] = []
     /// Forwarded requests (cluster mode) that run again when the channel is
     /// ready, as ``waiters`` do.
     var settleCallbacks: [(ProtocolError?) -> Void] = []
@@ -54,8 +54,8 @@ final class Channel {
         return settleCallbacks
     }
 
-    /// Hands the waiting sessions over (to be resumed).
-    func takeWaiters() -> [Session] {
+    /// Hands the waiting connections over (to be resumed).
+    func takeWaiters() -> [Connection] {
         defer { waiters = [] }
         return waiters
     }

@@ -3,7 +3,7 @@
 enum ChannelCreator: Hashable {
     /// A tokens-file entry, over all the connections that present it.
     case token(AccessKey)
-    /// One connection, when the server has no tokens (``Session/serial``).
+    /// One connection, when the server has no tokens (``Connection/serial``).
     case connection(Int)
 }
 

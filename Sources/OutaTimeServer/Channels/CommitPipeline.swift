@@ -148,7 +148,7 @@ struct CommitPipeline {
 struct PendingReply {
     enum Target {
         /// A connection of this node, at its reserved slot.
-        case local(Session, ReplySlot)
+        case local(Connection, ReplySlot)
         /// A node that forwarded the command (``Server/answerForwarded(_:seq:body:)``).
         case remote(ClusterRequestID)
     }

@@ -7,7 +7,7 @@ extension Server {
     /// watchers of the channel (`seq`: an event's; `exceptRemote`: a
     /// remote session that must not get it).
     @discardableResult
-    func broadcast<Message: Encodable>(_ message: Message, to channel: String, except: Session? = nil,
+    func broadcast<Message: Encodable>(_ message: Message, to channel: String, except: Connection? = nil,
                                        seq: Int64? = nil, exceptRemote: String? = nil) -> Int {
         let remote = hasRemoteWatchers(channel)
         guard let (subscribers, frame) = encodedOnce(message, for: channel, remote: remote) else { return 0 }
@@ -25,7 +25,7 @@ extension Server {
     /// Encodes a `message` push once and queues it to every subscriber of
     /// `channel` that did not opt out (`subscribe` `messages: false`); a
     /// subscriber whose output is backed up gets a count instead
-    /// (``Session/queueMessage(_:channel:backlog:)``). Returns how many got it.
+    /// (``Connection/queueMessage(_:channel:backlog:)``). Returns how many got it.
     func broadcastMessage(_ message: MessagePush, to channel: String, exceptRemote: String? = nil) -> Int {
         let remote = hasRemoteWatchers(channel)
         guard let (subscribers, frame) = encodedOnce(message, for: channel, remote: remote) else { return 0 }
@@ -57,7 +57,7 @@ extension Server {
 
     /// Encodes a tick once and queues it to every watcher of `channel`;
     /// a watcher whose output is backed up gets only the newest
-    /// (``Session/queueTick(_:channel:)``).
+    /// (``Connection/queueTick(_:channel:)``).
     func broadcastTick<Data: Encodable & Sendable>(_ data: Data, to channel: String) {
         let remote = hasRemoteWatchers(channel)
         guard let (subscribers, frame) = encodedOnce(TickPush(channel: channel, data: data), for: channel, remote: remote) else { return }
@@ -108,7 +108,7 @@ extension Server {
     /// `presenceLimit` watchers gets a `presence` push at once (not to
     /// `except`); a crowded one gets a summary per `presenceIntervalMs` (see
     /// ``PresenceSummary``), so mass subscribes stay linear.
-    func broadcastPresence(channel: String, joined: [Watcher], left: [Watcher], except: Session?,
+    func broadcastPresence(channel: String, joined: [Watcher], left: [Watcher], except: Connection?,
                            exceptRemote: String? = nil) {
         let watcherCount = watcherCount(of: channel)
         if watcherCount <= config.presenceLimit, gatheredPresence[channel] == nil {

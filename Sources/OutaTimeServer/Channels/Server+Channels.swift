@@ -36,7 +36,7 @@ extension Server {
     /// requests retry. Throws `quota_exceeded` when the session's token
     /// created ``ServerConfig/maxChannelsPerToken`` of the channels held,
     /// `server_busy` when the server holds ``ServerConfig/maxChannels``.
-    func openChannel(_ name: ChannelName, for session: Session) throws(ProtocolError) -> Channel {
+    func openChannel(_ name: ChannelName, for session: Connection) throws(ProtocolError) -> Channel {
         try openChannel(name, creator: session.channelCreator,
                         who: session.credential.map { "token '\($0.name)'" } ?? "this connection")
     }
@@ -109,7 +109,7 @@ extension Server {
             idleCandidates[channel.key] = loop.now
             logger.debug("channel created", metadata: ["channel": "\(channel.key)"])
         }
-        for session in channel.takeWaiters() { resume(session, failing: error) }
+        for session in channel.takeWaiters() { session.resume(failing: error) }
         for callback in channel.takeSettleCallbacks() { callback(error) }
     }
 

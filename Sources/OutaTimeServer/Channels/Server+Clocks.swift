@@ -74,7 +74,7 @@ extension Server {
     }
 
     /// A session stopped watching `key`: what it viewed may pause.
-    func release(_ session: Session, from key: String) {
+    func release(_ session: Connection, from key: String) {
         guard let channel = channels[key] else { return }
         commitSystemEvents(channel.state.release(session: session.id, at: clock.now), on: channel)
         replanClock(channel)

@@ -115,7 +115,7 @@ extension Server {
         // (a `travel` right behind this batch), and no tick may precede it.
         replanClock(channel, startingTicks: channel.pipeline.isSettled)
         if channel.pipeline.isSettled {
-            for session in channel.takeWaiters() { resume(session) }
+            for session in channel.takeWaiters() { session.resume() }
             for callback in channel.takeSettleCallbacks() { callback(nil) }
         }
     }

@@ -4,15 +4,15 @@ import OutaTimeProtocol
 /// contiguous memory (no hash-table walk), with each session's position for
 /// O(1) removal (swap with the last).
 final class SubscriberList {
-    private(set) var members: ContiguousArray<Session> = []
+    private(set) var members: ContiguousArray<Connection> = []
     private var positions: [Int: Int] = [:]
 
     var count: Int { members.count }
 
-    func contains(_ session: Session) -> Bool { positions[session.serial] != nil }
+    func contains(_ session: Connection) -> Bool { positions[session.serial] != nil }
 
     /// Adds `session`; false if it was already a member.
-    func insert(_ session: Session) -> Bool {
+    func insert(_ session: Connection) -> Bool {
         guard positions[session.serial] == nil else { return false }
         positions[session.serial] = members.count
         members.append(session)
@@ -20,7 +20,7 @@ final class SubscriberList {
     }
 
     /// Removes `session`; false if it was not a member.
-    func remove(_ session: Session) -> Bool {
+    func remove(_ session: Connection) -> Bool {
         guard let index = positions.removeValue(forKey: session.serial) else { return false }
         let last = members.removeLast()
         if index < members.count {
@@ -34,11 +34,11 @@ final class SubscriberList {
 /// Who is subscribed to what, indexed both ways, so that a broadcast walks
 /// one channel's subscribers and a disconnect walks one session's channels
 /// (Redis `pubsub.c`). A session's own channels live in the session
-/// (``Session/subscribed``): most hold a handful, so a small array costs
+/// (``Connection/subscribed``): most hold a handful, so a small array costs
 /// less memory per idle connection than a set.
 struct SubscriptionIndex {
     private var subscribersByChannel: [String: SubscriberList] = [:]
-    /// Per channel, the sessions (serials) that subscribed with `messages:
+    /// Per channel, the connections (serials) that subscribed with `messages:
     /// false` (protocol §6.3): only message broadcasts look here, and only
     /// while anyone opted out.
     private var withoutMessages: [String: Set<Int>] = [:]
@@ -54,12 +54,12 @@ struct SubscriptionIndex {
         subscribersByChannel[channel]?.count ?? 0
     }
 
-    func isSubscribed(_ session: Session, to channel: String) -> Bool {
+    func isSubscribed(_ session: Connection, to channel: String) -> Bool {
         subscribersByChannel[channel]?.contains(session) ?? false
     }
 
     /// Adds the pair; returns false if it existed already.
-    mutating func add(_ session: Session, to channel: String) -> Bool {
+    mutating func add(_ session: Connection, to channel: String) -> Bool {
         let list: SubscriberList
         if let existing = subscribersByChannel[channel] {
             list = existing
@@ -75,7 +75,7 @@ struct SubscriptionIndex {
 
     /// Records whether `session` wants `message` pushes of `channel`
     /// (`subscribe`'s `messages`; a later `subscribe` changes it).
-    mutating func setMessages(_ wanted: Bool, for session: Session, on channel: String) {
+    mutating func setMessages(_ wanted: Bool, for session: Connection, on channel: String) {
         if wanted {
             guard withoutMessages[channel]?.remove(session.serial) != nil else { return }
             if withoutMessages[channel]?.isEmpty == true { withoutMessages[channel] = nil }
@@ -84,13 +84,13 @@ struct SubscriptionIndex {
         }
     }
 
-    /// The sessions of `channel` that get no `message` pushes (nil: none).
+    /// The connections of `channel` that get no `message` pushes (nil: none).
     func sessionsWithoutMessages(on channel: String) -> Set<Int>? {
         withoutMessages.isEmpty ? nil : withoutMessages[channel]
     }
 
     /// Removes the pair; returns false if it did not exist.
-    mutating func remove(_ session: Session, from channel: String) -> Bool {
+    mutating func remove(_ session: Connection, from channel: String) -> Bool {
         if !withoutMessages.isEmpty { setMessages(true, for: session, on: channel) }
         guard let list = subscribersByChannel[channel], list.remove(session) else { return false }
         if list.count == 0 { subscribersByChannel[channel] = nil }
@@ -100,7 +100,7 @@ struct SubscriptionIndex {
     }
 
     /// Removes every subscription of `session`; returns the channels it had.
-    mutating func removeAll(of session: Session) -> [String] {
+    mutating func removeAll(of session: Connection) -> [String] {
         let channels = session.subscribed
         session.subscribed = []
         for channel in channels {
@@ -116,7 +116,7 @@ struct SubscriptionIndex {
     /// connected when there are at most `limit`; otherwise `first` (the
     /// caller) and then others in no particular order, without sorting a
     /// crowd.
-    func watchers(of channel: String, limit: Int, first: Session? = nil) -> [Watcher] {
+    func watchers(of channel: String, limit: Int, first: Connection? = nil) -> [Watcher] {
         guard let list = subscribersByChannel[channel] else { return [] }
         if list.count <= limit {
             return list.members.sorted { $0.serial < $1.serial }.map(\.watcher)

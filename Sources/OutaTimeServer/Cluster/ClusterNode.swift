@@ -80,7 +80,7 @@ struct RemoteMembership: Hashable {
 
 /// A forwarded request waiting for its answer.
 struct ForwardWait {
-    let session: Session
+    let session: Connection
     let slot: ReplySlot
     let id: RequestID?
     let op: ForwardedRequest.Operation

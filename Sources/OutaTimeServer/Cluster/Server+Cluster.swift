@@ -123,7 +123,7 @@ extension Server {
                     self.channels[key] = nil
                     let error = ProtocolError(.unavailable, "channel '\(key)' could not be read from the store: \(failed.error); "
                         + "nothing was changed: retry in a few seconds")
-                    for session in placeholder.takeWaiters() { self.resume(session, failing: error) }
+                    for session in placeholder.takeWaiters() { session.resume(failing: error) }
                     for callback in placeholder.takeSettleCallbacks() { callback(error) }
                     return
                 }
@@ -147,13 +147,13 @@ extension Server {
                 // again, and the waiting requests read the stand-in.
                 self.channels[key] = nil
                 if !loading.create { cluster.absent[key] = self.loop.now }
-                for session in placeholder.takeWaiters() { self.resume(session, failing: refusal) }
+                for session in placeholder.takeWaiters() { session.resume(failing: refusal) }
                 for callback in placeholder.takeSettleCallbacks() { callback(refusal) }
             case .failure(let failure):
                 self.channels[key] = nil
                 let error = ProtocolError(.unavailable, "channel '\(key)' could not be read from the store: \(failure); "
                     + "nothing was changed: retry in a few seconds")
-                for session in placeholder.takeWaiters() { self.resume(session, failing: error) }
+                for session in placeholder.takeWaiters() { session.resume(failing: error) }
                 for callback in placeholder.takeSettleCallbacks() { callback(error) }
             }
         }
@@ -175,7 +175,7 @@ extension Server {
             if let placeholder {
                 channels[record.name] = nil
                 let failure = ProtocolError(.internal, "channel '\(record.name)' could not be loaded: \(error)")
-                for session in placeholder.takeWaiters() { resume(session, failing: failure) }
+                for session in placeholder.takeWaiters() { session.resume(failing: failure) }
                 for callback in placeholder.takeSettleCallbacks() { callback(failure) }
             }
             return
@@ -197,7 +197,7 @@ extension Server {
         commitSystemEvents(channel.state.recoverAfterRestart(at: time, aliveUntil: time), on: channel)
         replanClock(channel)
         if record.seq == 0 { idleCandidates[record.name] = loop.now }
-        for session in channel.takeWaiters() { resume(session) }
+        for session in channel.takeWaiters() { session.resume() }
         for callback in channel.takeSettleCallbacks() { callback(nil) }
     }
 
@@ -220,14 +220,14 @@ extension Server {
     }
 
     /// Reads `key`'s events after `after` through `through` from the store
-    /// (off the loop) and queues them to `sessions`: subscribers behind what
+    /// (off the loop) and queues them to `connections`: subscribers behind what
     /// the relay kept.
-    func queueStoredEvents(of key: String, after: Int64, through: Int64, to sessions: [Session]) {
+    func queueStoredEvents(of key: String, after: Int64, through: Int64, to connections: [Connection]) {
         readHistory(channel: key, after: after, through: through, limit: Int(through - after)) { [unowned self] result in
             guard case .success(let events) = result else { return }
             for event in events {
                 guard let frame = self.eventFrame(key, seq: event.seq, event: event.event, data: event.data, at: event.at) else { continue }
-                for session in sessions { _ = session.queue(frame, limit: self.config.outputLimitBytes) }
+                for session in connections { _ = session.queue(frame, limit: self.config.outputLimitBytes) }
             }
         }
     }
@@ -306,7 +306,7 @@ extension Server {
         }
         let error = ProtocolError(.unavailable, "channel '\(key)' moved to another node while this request waited; "
             + "nothing was changed, retry")
-        for session in channel.takeWaiters() { resume(session, failing: error) }
+        for session in channel.takeWaiters() { session.resume(failing: error) }
         for callback in channel.takeSettleCallbacks() { callback(error) }
         // This node's subscribers stay: relayed from the new owner once
         // there is one (while fenced, none is known yet: "" until then).
@@ -398,7 +398,7 @@ extension Server {
     }
 
     /// Up to `limit` watchers of `key`, this node's first (`first` leading).
-    func watcherList(of key: String, limit: Int, first: Session? = nil) -> [Watcher] {
+    func watcherList(of key: String, limit: Int, first: Connection? = nil) -> [Watcher] {
         var list = subscriptions.watchers(of: key, limit: limit, first: first)
         if let remote = cluster?.remote[key], list.count < limit {
             for watcher in remote.values.map(\.watcher).sorted(by: { $0.session < $1.session }) where list.count < limit {

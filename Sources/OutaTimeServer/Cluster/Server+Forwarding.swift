@@ -10,7 +10,7 @@ extension Server {
     /// Routes a channel request of `session` to the channel's owner when
     /// that is another node: nil when this node serves it. Throws
     /// `unavailable` when no owner can be reached.
-    func routeToOwner(_ operation: ForwardedRequest.Operation, _ request: Request, on session: Session,
+    func routeToOwner(_ operation: ForwardedRequest.Operation, _ request: Request, on session: Connection,
                       _ cluster: ClusterNode) throws(ProtocolError) -> Handled? {
         let name = try scopedChannel(request, for: session)
         let key = name.description
@@ -177,7 +177,7 @@ extension Server {
 
     /// The owner took `session` as a watcher, as of `seq`: its reply goes
     /// out, and from then on the relayed pushes.
-    private func joined(_ session: Session, _ wait: ForwardWait, at seq: Int64, reply: Frame?, _ cluster: ClusterNode) {
+    private func joined(_ session: Connection, _ wait: ForwardWait, at seq: Int64, reply: Frame?, _ cluster: ClusterNode) {
         let key = wait.channel
         guard let relay = cluster.relays[key] else {
             // The channel became this node's meanwhile: serve it locally.
@@ -253,7 +253,7 @@ extension Server {
 
     /// Tells `owner` that `session` left `channels` (it closed, or its
     /// subscribe was answered after it had gone). Not waited for.
-    func sendLeave(session: Session, channels: [String], to owner: String, _ cluster: ClusterNode) {
+    func sendLeave(session: Connection, channels: [String], to owner: String, _ cluster: ClusterNode) {
         let header = ForwardedRequest(op: .leave, session: session.id, name: session.displayName, role: session.role,
                                       channels: channels)
         cluster.nextTicket += 1
@@ -262,7 +262,7 @@ extension Server {
     }
 
     /// A closing session's relayed subscriptions: each owner learns it left.
-    func leaveRelayed(_ session: Session, channels: [String]) {
+    func leaveRelayed(_ session: Connection, channels: [String]) {
         guard let cluster else { return }
         var byOwner: [String: [String]] = [:]
         for key in channels {

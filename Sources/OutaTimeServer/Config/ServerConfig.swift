@@ -221,7 +221,7 @@ public struct ServerConfig: Sendable {
     /// than this long ago, output waits until this long after it, so that
     /// bursts (one broadcast after another) go out in fewer, larger writes.
     /// 0 flushes every loop iteration. Small flushes (a reply, a few
-    /// sessions) do not wait, unless a coalesced flush is already pending:
+    /// connections) do not wait, unless a coalesced flush is already pending:
     /// then they leave with it, at most this long later.
     public var flushIntervalMicroseconds = 250
     /// The fewest connections with pending output for which a flush may wait.

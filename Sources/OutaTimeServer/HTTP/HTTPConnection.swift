@@ -9,7 +9,7 @@ import UV
 /// (``nextHead()``), so that pipelined heads wait while their answers are
 /// not read (``Server/answerHTTP(_:)``). A `GET /ws` that is upgraded
 /// hands the connection over (``handOver()``): its stream then belongs to a
-/// protocol ``Session`` (``Server/answerWebSocket(_:on:)``).
+/// protocol ``Connection`` (``Server/answerWebSocket(_:on:)``).
 final class HTTPConnection {
     let serial: Int
     /// Plain TCP, or TLS with `--http-tls` (``ServerConfig/httpTLS``).

@@ -38,11 +38,12 @@ extension Server {
         stream.enqueue(OwnedBytes(upgrade))
         stream.flush()
         stream.tcp.setLiveness(config.tcpLiveness)
-        let session = admit(stream, host: host, webSocket: WebSocketLink(maxMessageBytes: config.maxFrame))
+        let upgraded = admit(stream, host: host, webSocket: WebSocketLink(maxMessageBytes: config.maxFrame))
         // Bytes that followed the head in the same read (plaintext, also
-        // over TLS): the session's first input.
-        if let session, !early.isEmpty {
-            early.withUnsafeBytes { receivedWebSocket($0, on: session) }
+        // over TLS: the TLS stream has decrypted them already): the
+        // connection's first input.
+        if let upgraded, !early.isEmpty {
+            early.withUnsafeBytes { upgraded.receivedWebSocket($0) }
         }
     }
 

@@ -93,7 +93,7 @@ final class ServerMetrics {
             counter("outatime_websocket_refused_total", http["websocket_refused"] ?? 0,
                     help: "GET /ws requests refused before upgrading (URL, handshake, Host, Origin, plain HTTP)")
             gauge("outatime_websocket_connections", http["websocket_open"] ?? 0,
-                  help: "Open WebSocket protocol sessions (counted among the connections too)")
+                  help: "Open WebSocket protocol connections (counted among the connections too)")
             counter("outatime_websocket_encodes_total", http["websocket_encodes"] ?? 0,
                     help: "Frames encoded as WebSocket messages (once per frame, however many WebSocket connections it goes to)")
         }

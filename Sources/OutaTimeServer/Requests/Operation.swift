@@ -56,7 +56,7 @@ enum Handled {
 extension Server {
     /// Routes one parsed request. Handlers throw ``ProtocolError`` for a
     /// failure and otherwise say what they did (``Handled``).
-    func dispatch(_ request: Request, on session: Session) -> Handled {
+    func dispatch(_ request: Request, on session: Connection) -> Handled {
         guard let operation = Operation.named(request.type) else {
             session.fail(request.id, ProtocolError(.unknownType,
                 "unknown request type '\(request.type)'; valid types: \(Operation.allowedList)"))
@@ -105,8 +105,8 @@ extension Server {
         return StatsResult(
             server: Self.version,
             uptimeS: Int(Date().timeIntervalSince(startedAt)),
-            connections: sessions.count,
-            sessionsReady: sessions.values.reduce(0) { if case .ready = $1.state { $0 + 1 } else { $0 } },
+            connections: connections.count,
+            sessionsReady: connections.values.reduce(0) { if case .ready = $1.state { $0 + 1 } else { $0 } },
             connectionsAccepted: counters.connectionsAccepted,
             channels: durableChannels,
             subscriptions: subscriptions.count,

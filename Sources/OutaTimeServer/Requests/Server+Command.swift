@@ -9,7 +9,7 @@ extension Server {
     /// waits for that commit, after the events' broadcast (the issuer sees
     /// its `event` before its `reply`), while the connection's next
     /// requests run (protocol §17, "Pipelining").
-    func command(_ request: Request, on session: Session) throws(ProtocolError) -> Handled {
+    func command(_ request: Request, on session: Connection) throws(ProtocolError) -> Handled {
         let name = try scopedChannel(request, for: session)
         let action = try request.string("action")
         let args = ActionArgs(try request.optionalObject("args") ?? [:])

@@ -11,7 +11,7 @@ extension Server {
     /// address (what an operator, or fail2ban, acts on), the names the
     /// client gave (quoted by the log handler) and why, never the token;
     /// rate-limited (``failedHelloLog``) so that guessing cannot flood the log.
-    func logFailedHello(on session: Session, problem: String, client: String?, name: String?) {
+    func logFailedHello(on session: Connection, problem: String, client: String?, name: String?) {
         guard let dropped = failedHelloLog.admit(now: loop.now) else { return }
         var metadata: Logger.Metadata = [
             "conn.id": "\(session.id)", "peer": "\(session.peerHost ?? "-")", "problem": "\(problem)",

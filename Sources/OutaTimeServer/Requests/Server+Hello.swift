@@ -2,14 +2,14 @@ import OutaTimeProtocol
 
 extension Server {
     /// `hello`: protocol check, authentication, identity.
-    func hello(_ request: Request, on session: Session) throws(ProtocolError) -> Handled {
+    func hello(_ request: Request, on session: Connection) throws(ProtocolError) -> Handled {
         guard case .awaitingHello = session.state else {
             throw ProtocolError(.invalidRequest, "'hello' was already sent on this connection (session \(session.id))")
         }
         guard try Self.asksForProtocolOne(request) else {
             session.fail(request.id, ProtocolError(.unsupportedProtocol,
                 "protocol \(request.value("protocol")?.errorDescription ?? "?") is not supported; this server speaks protocol 1"))
-            close(session, bye: .unsupportedProtocol)
+            session.close(bye: .unsupportedProtocol)
             return .replied
         }
         let client = try request.optionalString("client", maxLength: 100, freeText: true)
@@ -65,7 +65,7 @@ extension Server {
     }
 
     /// Answers a `hello` now: its result, or its failure then `bye` `unauthorized`.
-    private func answer(_ id: RequestID?, _ outcome: SlowedHello.Outcome, on session: Session) {
+    private func answer(_ id: RequestID?, _ outcome: SlowedHello.Outcome, on session: Connection) {
         switch outcome {
         case .admit(let entry, let client, let resume):
             session.credential = entry
@@ -73,7 +73,7 @@ extension Server {
             session.reply(id, helloResult(session))
         case .refuse(let failure):
             session.fail(id, failure)
-            close(session, bye: .unauthorized)
+            session.close(bye: .unauthorized)
         }
     }
 
@@ -81,23 +81,23 @@ extension Server {
     /// runs), or its failure then `bye` `unauthorized`.
     func slowedHelloDue(_ serial: Int) {
         guard let slowed = slowedHellos.removeValue(forKey: serial),
-              let session = sessions[serial], session.state.isOpen else { return }
+              let session = connections[serial], session.state.isOpen else { return }
         switch slowed.outcome {
         case .admit(let admitted, let client, let resume):
             // A reload while the hello waited may have withdrawn or changed the entry.
             guard let entry = tokens?.entry(sameKeyAs: admitted) else {
                 session.fill(slowed.slot, id: slowed.id, failure: ProtocolError(.unauthorized,
                     "this server requires a token in 'hello' and the token is no longer listed (the tokens file was reloaded)"))
-                close(session, bye: .unauthorized)
+                session.close(bye: .unauthorized)
                 return
             }
             session.credential = entry
             admit(session, role: entry.role, name: entry.name, client: client, resume: resume)
             session.fill(slowed.slot, id: slowed.id, helloResult(session))
-            readAnswered(slowed.slot, on: session)
+            session.readAnswered(slowed.slot)
         case .refuse(let failure):
             session.fill(slowed.slot, id: slowed.id, failure: failure)
-            close(session, bye: .unauthorized)
+            session.close(bye: .unauthorized)
         }
     }
 
@@ -105,7 +105,7 @@ extension Server {
     /// secret; the connection whose `resume_key` it presented is replaced
     /// first, so its subscriptions have ended (presence `left`) before the
     /// `hello` reply lets the new one subscribe.
-    private func admit(_ session: Session, role: Role, name: String, client: String?, resume: String?) {
+    private func admit(_ session: Connection, role: Role, name: String, client: String?, resume: String?) {
         if let resume { replace(resumedBy: resume, on: session) }
         session.role = role
         session.displayName = name.isEmpty ? "anonymous" : name
@@ -116,7 +116,7 @@ extension Server {
                                          "peer": "\(session.peerHost ?? "?")"])
     }
 
-    private func helloResult(_ session: Session) -> HelloResult {
+    private func helloResult(_ session: Connection) -> HelloResult {
         HelloResult(server: Self.version, protocol: 1, session: session.id, heartbeatMs: config.heartbeatMs,
                     maxFrame: config.maxFrame, role: session.role.rawValue, node: config.node,
                     resumeKey: ResumeKey(serial: session.serial, secret: session.resumeSecret).text)
@@ -126,7 +126,7 @@ extension Server {
     /// listener requires client certificates (`--tls-client-ca`) and the
     /// certificate was verified against them; nil on plaintext, and on a TLS
     /// listener that checks no client certificates.
-    func verifiedCertificateSubject(of session: Session) -> String? {
+    func verifiedCertificateSubject(of session: Connection) -> String? {
         guard let tls = session.stream.tls, tls.context.requiresClientCertificate else { return nil }
         return tls.peerCertificateSubject
     }

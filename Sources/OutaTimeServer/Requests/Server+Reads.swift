@@ -13,7 +13,7 @@ extension Server {
     /// `subscribe`: join (creating the channel on first use, unless the
     /// role is `watch`: ``channelToRead(_:for:)``), announce the new
     /// watcher to the others, reply with a snapshot or the missed events.
-    func subscribe(_ request: Request, on session: Session) throws(ProtocolError) -> Handled {
+    func subscribe(_ request: Request, on session: Connection) throws(ProtocolError) -> Handled {
         let name = try scopedChannel(request, for: session)
         let since = try request.optionalInt("since", in: 0...Self.maxSeq)
         let messages = try request.optionalBool("messages") ?? true
@@ -53,12 +53,12 @@ extension Server {
                 && events.last?.seq == channel.seq
             session.fill(slot, id: request.id, self.subscribeResult(channel, session: session, recovered: complete,
                                                                     events: complete ? events : nil))
-            self.readAnswered(slot, on: session)
+            session.readAnswered(slot)
         }
         return .reading(slot)
     }
 
-    private func subscribeResult(_ channel: Channel, session: Session, recovered: Bool?,
+    private func subscribeResult(_ channel: Channel, session: Connection, recovered: Bool?,
                                  events: [HistoryEvent]?) -> SubscribeReply<RawJSON> {
         SubscribeReply(channel: channel.key, kind: channel.name.kind, seq: channel.seq,
                        watchers: watcherList(of: channel.key, limit: config.presenceLimit, first: session),
@@ -80,7 +80,7 @@ extension Server {
     }
 
     /// `unsubscribe`: leave, and tell the remaining watchers.
-    func unsubscribe(_ request: Request, on session: Session) throws(ProtocolError) -> Handled {
+    func unsubscribe(_ request: Request, on session: Connection) throws(ProtocolError) -> Handled {
         let key = try scopedChannel(request, for: session).description
         guard subscriptions.remove(session, from: key) else {
             throw ProtocolError(.notSubscribed, "this connection is not subscribed to '\(key)'")
@@ -93,7 +93,7 @@ extension Server {
 
     /// `get`: a snapshot without subscribing (creates the channel on first
     /// use, unless the role is `watch`).
-    func get(_ request: Request, on session: Session) throws(ProtocolError) -> Handled {
+    func get(_ request: Request, on session: Connection) throws(ProtocolError) -> Handled {
         let channel = try channelToRead(try scopedChannel(request, for: session), for: session)
         guard channel.pipeline.isSettled else { return .retry(channel) }
         session.reply(request.id, GetReply(channel: channel.key, kind: channel.name.kind, seq: channel.seq,
@@ -109,7 +109,7 @@ extension Server {
     /// (``SubscriptionIndex``), so once someone who may create the channel
     /// does, its events reach the watcher from seq 1 on, as to any
     /// subscriber of a new channel.
-    func channelToRead(_ name: ChannelName, for session: Session) throws(ProtocolError) -> Channel {
+    func channelToRead(_ name: ChannelName, for session: Connection) throws(ProtocolError) -> Channel {
         if session.role < .operate, channels[name.description] == nil {
             // Cluster mode: it may be stored but not loaded yet (read, not created).
             if mustLoadBeforeReading(name.description) {
@@ -128,7 +128,7 @@ extension Server {
 
     /// `list`: every durable channel in the connection's scope, optionally
     /// of one kind, sorted by name.
-    func list(_ request: Request, on session: Session) throws(ProtocolError) -> Handled {
+    func list(_ request: Request, on session: Connection) throws(ProtocolError) -> Handled {
         var kind: ChannelKind?
         if let text = try request.optionalString("kind") {
             guard let parsed = ChannelKind(rawValue: text) else {
@@ -160,7 +160,7 @@ extension Server {
     /// channels show their seq and watchers from memory, others their
     /// stored seq and this node's watchers of them.
     private func listStored(kind: ChannelKind?, after: String?, pageSize: Int, _ request: Request,
-                            on session: Session) -> Handled {
+                            on session: Connection) -> Handled {
         let scope = session.scope
         let slot = session.requests.reserve()
         readStoredChannels { [unowned self] result in
@@ -179,7 +179,7 @@ extension Server {
             case .failure(let failure):
                 session.fill(slot, id: request.id, failure: ProtocolError(.internal, "could not list the stored channels: \(failure)"))
             }
-            self.readAnswered(slot, on: session)
+            session.readAnswered(slot)
         }
         return .reading(slot)
     }
@@ -213,7 +213,7 @@ extension Server {
     var listEntriesPerFrame: Int { max(1, (config.maxFrame - 2_048) / 150) }
 
     /// `history`: pages through the durable events (read off the loop thread).
-    func history(_ request: Request, on session: Session) throws(ProtocolError) -> Handled {
+    func history(_ request: Request, on session: Connection) throws(ProtocolError) -> Handled {
         let name = try scopedChannel(request, for: session)
         let after = try request.optionalInt("after", in: 0...Self.maxSeq) ?? 0
         let limit = try request.optionalInt("limit", in: 1...1000) ?? 100
@@ -239,13 +239,13 @@ extension Server {
                 session.fill(slot, id: request.id, failure: ProtocolError(.internal,
                     "could not read the history of '\(key)': \(failure)"))
             }
-            self.readAnswered(slot, on: session)
+            session.readAnswered(slot)
         }
         return .reading(slot)
     }
 
     /// `publish`: an ephemeral message to every subscriber, encoded once.
-    func publish(_ request: Request, on session: Session) throws(ProtocolError) -> Handled {
+    func publish(_ request: Request, on session: Connection) throws(ProtocolError) -> Handled {
         let key = try scopedChannel(request, for: session).description
         guard let data = request.value("data") else {
             throw ProtocolError(.invalidRequest, "field 'data' is required (any JSON value)")

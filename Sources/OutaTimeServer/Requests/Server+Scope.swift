@@ -5,7 +5,7 @@ extension Server {
     /// token's `channels`): every request that names a channel gets it here.
     /// Outside the scope the answer is `forbidden`, whether the channel
     /// exists or not, so a scoped token learns nothing of other channels.
-    func scopedChannel(_ request: Request, for session: Session) throws(ProtocolError) -> ChannelName {
+    func scopedChannel(_ request: Request, for session: Connection) throws(ProtocolError) -> ChannelName {
         // The same text as the connection's last channel is the same name:
         // no parse (about 1,800 instructions a command under callgrind).
         let name: ChannelName

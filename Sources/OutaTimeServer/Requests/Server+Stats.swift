@@ -20,7 +20,7 @@ extension Server {
     /// kind), so a token limited to some channels (`channels`) may not
     /// read them unless its role is admin: `forbidden`. Splitting every
     /// counter by scope would cost each request a lookup per pattern.
-    func stats(_ request: Request, on session: Session) throws(ProtocolError) -> Handled {
+    func stats(_ request: Request, on session: Connection) throws(ProtocolError) -> Handled {
         if case .only = session.scope, session.role < .admin {
             throw ProtocolError(.forbidden,
                 "'stats' reports server-wide figures; this connection's token ('\(session.credential?.name ?? "?")') "

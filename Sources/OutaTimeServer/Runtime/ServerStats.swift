@@ -34,9 +34,9 @@ struct ServerCounters {
     var httpRefused = 0
     var httpAcceptPauses = 0
     var httpTimeouts = 0
-    /// `GET /ws`: connections upgraded to WebSocket sessions, requests
+    /// `GET /ws`: connections upgraded to WebSocket connections, requests
     /// refused before upgrading (origin, host, URL, handshake), and the
-    /// WebSocket sessions open now (they count among the connections too).
+    /// WebSocket connections open now (they count among the connections too).
     var webSocketUpgrades = 0
     var webSocketRefused = 0
     var webSocketOpen = 0

@@ -1,11 +1,25 @@
 import OutaTimeProtocol
 import UV
 
-/// One client connection: its framing state, identity, role, requests and
-/// output. Lives on the loop thread; the server drives its lifecycle.
-final class Session {
+/// One client connection and its whole pipeline: framing in (length-
+/// prefixed frames over TCP or TLS, or WebSocket messages: the one seam,
+/// ``webSocket``), requests in order (``requests``), replies in order,
+/// output with its limits (slow consumer, tick conflation, dropped
+/// messages), and its close. Lives on the loop thread.
+///
+/// It knows the server only through its ``ConnectionContext``: requests go
+/// to the context's router, which runs them against channels and answers
+/// through ``reply(_:_:)``, ``fill(_:id:_:)`` and the `queue…` methods;
+/// the router hears when the connection ends (``ConnectionRouter``).
+///
+/// Its lifecycle is three enums, each case carrying its data:
+/// - ``state``: `awaitingHello → ready → closing(reason, deadline) → closed`;
+/// - ``readSide``: `reading ⇄ paused`, then `ended` (the peer closed its side);
+/// - ``requests``' input: `reading ⇄ waiting(parked, backlog)`.
+final class Connection {
     /// `awaitingHello → ready → closing → closed` (STYLE: lifecycles are
-    /// enums, their data in the case).
+    /// enums, their data in the case). Output is taken while open
+    /// (`awaitingHello`, `ready`); `closing` has queued its last frame.
     enum State {
         case awaitingHello
         case ready
@@ -16,7 +30,8 @@ final class Session {
         case closing(reason: CloseReason, deadline: UInt64)
         case closed
 
-        /// True while requests are taken (`awaitingHello` or `ready`).
+        /// True while requests are taken and output queued (`awaitingHello`
+        /// or `ready`).
         var isOpen: Bool {
             switch self {
             case .awaitingHello, .ready: true
@@ -45,6 +60,18 @@ final class Session {
             case .closed: "closed"
             }
         }
+    }
+
+    /// The peer's side of the socket.
+    enum ReadSide {
+        /// Reading.
+        case reading
+        /// Reading stopped: the request queue is full (TCP backpressure) or
+        /// the connection is over its request rate.
+        case paused
+        /// The peer closed its side (EOF, or a WebSocket Close): what it
+        /// sent is answered, then the connection closes.
+        case ended
     }
 
     /// Why a connection ended; logged and counted (NATS `ClosedState`).
@@ -76,11 +103,14 @@ final class Session {
     /// and the input callback (``Server/admit(_:host:proxy:webSocket:early:acceptedAt:)``)
     /// are the only places that look at it.
     let webSocket: WebSocketLink?
-    unowned let server: Server
+    /// The server as a connection sees it (router, encoder, counters, limits).
+    let context: ConnectionContext
     /// The client's IP address, its key in ``Server/addresses`` (nil if the
     /// peer's address could not be read).
     var peerHost: String?
     private(set) var state = State.awaitingHello
+    /// Whether the peer's bytes are read (``State`` is about our side).
+    var readSide = ReadSide.reading
     var decoder: FrameDecoder
     var role = Role.operate
     /// The tokens-file entry `hello` matched (nil in anonymous mode): a
@@ -131,14 +161,8 @@ final class Session {
     private var lastChannelBox: LastChannel?
     /// Channels this session is subscribed to (kept by ``SubscriptionIndex``).
     var subscribed: [String] = []
-    /// Queued for the once-per-iteration flush.
+    /// Queued for the once-per-iteration flush (``ConnectionContext/markDirty(_:)``).
     var isDirty = false
-    /// Nothing more may be queued (a `bye` is in the buffer).
-    var isSealed = false
-    /// The peer closed its side (EOF seen).
-    var sawEOF = false
-    /// Reading stopped because ``requests`` is full (or rate-limited).
-    var isReadingPaused = false
     /// `!held.isEmpty`, kept by `held`'s observer (declared among the flags:
     /// it takes their padding, not another word of every session). A
     /// broadcast asks this of every subscriber: a Bool is a load, where the
@@ -164,14 +188,14 @@ final class Session {
         var droppedMessages = 0
     }
 
-    init(serial: Int, id: String, stream: SocketStream, server: Server, maxFrame: Int, now: UInt64,
+    init(serial: Int, id: String, stream: SocketStream, context: ConnectionContext, now: UInt64,
          webSocket: WebSocketLink? = nil) {
         self.serial = serial
         self.id = id
         self.stream = stream
         self.webSocket = webSocket
-        self.server = server
-        self.decoder = FrameDecoder(maxFrame: maxFrame)
+        self.context = context
+        self.decoder = FrameDecoder(maxFrame: context.limits.maxFrame)
         self.connectedAt = now
         self.lastActivity = now
     }
@@ -179,6 +203,13 @@ final class Session {
     /// The transport's name for logs: `tcp`, `tls` or `ws`.
     var transport: String {
         webSocket != nil ? "ws" : stream.tls != nil ? "tls" : "tcp"
+    }
+
+
+    /// Moves to `next`, traced (`conn.id`, `from`, `to`).
+    func transition(to next: State) {
+        context.logger.trace("connection state", metadata: ["conn.id": "\(id)", "from": "\(state.name)", "to": "\(next.name)"])
+        state = next
     }
 
     /// Queues `frame` in the transport's form: the length-prefixed frame
@@ -191,24 +222,18 @@ final class Session {
             stream.enqueue(frame)
             return frame.count
         }
-        if !frame.hasWebSocketMessage { server.counters.webSocketEncodes += 1 }
+        if !frame.hasWebSocketMessage { context.counters.webSocketEncodes += 1 }
         let message = frame.webSocketMessage
         stream.enqueue(message)
         return message.count
     }
 
-    /// Moves to `next`, traced (`conn.id`, `from`, `to`).
-    func transition(to next: State) {
-        server.logger.trace("connection state", metadata: ["conn.id": "\(id)", "from": "\(state.name)", "to": "\(next.name)"])
-        state = next
-    }
-
     /// Queues one encoded frame; no copy (the same `Frame` may go to many
     /// sessions). A session over its output limit is closed as a slow consumer.
     func send(_ frame: Frame) {
-        guard queue(frame, limit: server.config.outputLimitBytes) else { return }
-        server.counters.framesOut += 1
-        server.counters.bytesOut += frame.count
+        guard queue(frame, limit: context.limits.outputBytes) else { return }
+        context.counters.framesOut += 1
+        context.counters.bytesOut += frame.count
     }
 
     /// Queues `frame` without touching the server's counters (a broadcast
@@ -218,11 +243,11 @@ final class Session {
     /// limit (up to 16 MiB, protocol §11) is not a slow consumer.
     @inline(__always)
     func queue(_ frame: Frame, limit: Int) -> Bool {
-        guard !isSealed, !state.isClosed else { return false }
+        guard state.isOpen else { return false }
         let queued = put(frame)
-        if !isDirty { server.markDirty(self) }
+        if !isDirty { context.markDirty(self) }
         if stream.bufferedByteCount - queued > limit {
-            server.close(self, bye: .slowConsumer)
+            close(bye: .slowConsumer)
         }
         return true
     }
@@ -233,14 +258,14 @@ final class Session {
     /// never count toward the slow-consumer limit. Returns true when the
     /// tick was queued now (a held one is counted when it goes out).
     func queueTick(_ frame: Frame, channel: String) -> Bool {
-        guard !isSealed, state.isReady else { return false }
-        if !isHolding, stream.bufferedByteCount < server.config.tickBacklogBytes {
+        guard state.isReady else { return false }
+        if !isHolding, stream.bufferedByteCount < context.limits.tickBacklogBytes {
             _ = put(frame)
-            if !isDirty { server.markDirty(self) }
+            if !isDirty { context.markDirty(self) }
             return true
         }
         if held[channel, default: HeldPushes()].tick.replace(with: frame) {
-            server.counters.ticksConflated += 1
+            context.counters.ticksConflated += 1
         }
         releaseWhenDrained()
         return false
@@ -256,10 +281,10 @@ final class Session {
     /// `backlog` is ``ServerConfig/tickBacklogBytes``, read once per broadcast.
     @inline(__always)
     func queueMessage(_ frame: Frame, channel: String, backlog: Int) -> Bool {
-        guard !isSealed, state.isReady else { return false }
+        guard state.isReady else { return false }
         if !isHolding, stream.bufferedByteCount < backlog {
             _ = put(frame)
-            if !isDirty { server.markDirty(self) }
+            if !isDirty { context.markDirty(self) }
             return true
         }
         return queueMessageBackedUp(frame, channel: channel, backlog: backlog)
@@ -269,7 +294,7 @@ final class Session {
     private func queueMessageBackedUp(_ frame: Frame, channel: String, backlog: Int) -> Bool {
         guard stream.bufferedByteCount < backlog else {
             held[channel, default: HeldPushes()].droppedMessages += 1
-            server.counters.messagesDropped += 1
+            context.counters.messagesDropped += 1
             releaseWhenDrained()
             return false
         }
@@ -281,7 +306,7 @@ final class Session {
             sendDropped(dropped, channel: channel)
         }
         _ = put(frame)
-        if !isDirty { server.markDirty(self) }
+        if !isDirty { context.markDirty(self) }
         return true
     }
 
@@ -298,26 +323,26 @@ final class Session {
         stream.onDrained = nil
         let waiting = held
         held = [:]
-        guard state.isReady, !isSealed else { return }
+        guard state.isReady else { return }
         for (channel, pushes) in waiting {
             if pushes.droppedMessages > 0 { sendDropped(pushes.droppedMessages, channel: channel) }
             if let frame = pushes.tick {
                 _ = put(frame)
-                server.counters.deliveries += 1
-                server.counters.framesOut += 1
-                server.counters.bytesOut += frame.count
+                context.counters.deliveries += 1
+                context.counters.framesOut += 1
+                context.counters.bytesOut += frame.count
             }
         }
-        if !isDirty { server.markDirty(self) }
+        if !isDirty { context.markDirty(self) }
     }
 
     /// Queues `{"type":"dropped","channel":C,"messages":N}` (per connection, rare).
     private func sendDropped(_ count: Int, channel: String) {
         guard let frame = encoded(DroppedPush(channel: channel, messages: count)) else { return }
         _ = put(frame)
-        server.counters.framesOut += 1
-        server.counters.bytesOut += frame.count
-        if !isDirty { server.markDirty(self) }
+        context.counters.framesOut += 1
+        context.counters.bytesOut += frame.count
+        if !isDirty { context.markDirty(self) }
     }
 
     /// Drops waiting ticks and counts (the conversation is ending).
@@ -326,18 +351,13 @@ final class Session {
         stream.onDrained = nil
     }
 
-    /// Queues the last frame of a conversation (the `bye`) and seals the
-    /// output: no limit check, nothing may follow — on WebSocket but the
-    /// Close frame, whose reason is the `bye` reason
-    /// (``Server/beginClosing(_:reason:bye:)`` queues it).
+    /// Queues the last frame of a conversation (the `bye`) as the
+    /// connection starts closing: no limit check, nothing may follow — on
+    /// WebSocket but the Close frame, whose reason is the `bye` reason
+    /// (``beginClosing(reason:bye:)`` queues both).
     func sendFinal(_ bye: ByePush) {
-        guard !isSealed, !state.isClosed else { return }
-        isSealed = true
-        do {
-            enqueue(try server.encoder.frame(bye))
-        } catch {
-            server.logger.error("encoding failed", metadata: ["conn.id": "\(id)", "error": "\(error)"])
-        }
+        guard case .closing = state, let frame = context.encoded(bye, for: self) else { return }
+        enqueue(frame)
     }
 
     /// On WebSocket, queues the Close frame once, as the conversation ends
@@ -346,30 +366,30 @@ final class Session {
     func sendWebSocketClose(bye: ByeReason?) {
         guard let webSocket, !webSocket.closeSent, !state.isClosed else { return }
         stream.enqueue(OwnedBytes(webSocket.closeFrame(bye: bye)))
-        server.markDirty(self)
+        context.markDirty(self)
     }
 
     /// Queues a Pong answering a Ping (WebSocket control frames go between messages).
     func sendWebSocketPong(_ payload: [UInt8]) {
         guard let webSocket, !webSocket.closeSent, !state.isClosed else { return }
         stream.enqueue(OwnedBytes(WebSocketFrame.encode(opcode: .pong, payload: payload)))
-        if !isDirty { server.markDirty(self) }
+        if !isDirty { context.markDirty(self) }
     }
 
     private func enqueue(_ frame: Frame) {
         _ = put(frame)
-        server.counters.framesOut += 1
-        server.counters.bytesOut += frame.count
-        server.markDirty(self)
+        context.counters.framesOut += 1
+        context.counters.bytesOut += frame.count
+        context.markDirty(self)
     }
 
     /// Encodes and queues one message.
     func send<Message: Encodable>(_ message: Message) {
-        guard !isSealed, !state.isClosed else { return }
+        guard state.isOpen else { return }
         do {
-            send(try server.encoder.frame(message))
+            send(try context.encoder.frame(message))
         } catch {
-            server.logger.error("encoding failed", metadata: ["conn.id": "\(id)", "error": "\(error)"])
+            context.logger.error("encoding failed", metadata: ["conn.id": "\(id)", "error": "\(error)"])
         }
     }
 
@@ -392,7 +412,7 @@ final class Session {
 
     /// Sends a reply now, or keeps it until the replies before it are sent.
     private func answer<Message: Encodable>(_ message: Message) {
-        guard !isSealed, state.isOpen, let frame = encoded(message) else { return }
+        guard state.isOpen, let frame = encoded(message) else { return }
         if let now = requests.answer(frame) { send(now) }
     }
 
@@ -408,9 +428,9 @@ final class Session {
     func fill(_ slot: ReplySlot, id: RequestID?, writing result: any JSONWritable & Sendable) {
         fill(slot, id.flatMap { id in
             do {
-                return try server.encoder.replyFrame(id: id, result: result)
+                return try context.encoder.replyFrame(id: id, result: result)
             } catch {
-                server.logger.error("encoding failed", metadata: ["conn.id": "\(self.id)", "error": "\(error)"])
+                context.logger.error("encoding failed", metadata: ["conn.id": "\(self.id)", "error": "\(error)"])
                 return nil
             }
         })
@@ -428,19 +448,14 @@ final class Session {
     func fill(_ slot: ReplySlot, frame: Frame?) { fill(slot, frame) }
 
     private func fill(_ slot: ReplySlot, _ frame: Frame?) {
-        guard !isSealed, state.isOpen else { return }
+        guard state.isOpen else { return }
         for ready in requests.fill(slot, with: frame) { send(ready) }
-        server.resumeReadingIfRoom(self)
-        server.closeIfPeerDone(self)
+        resumeReadingIfRoom()
+        closeIfPeerDone()
     }
 
     private func encoded<Message: Encodable>(_ message: Message) -> Frame? {
-        do {
-            return try server.encoder.frame(message)
-        } catch {
-            server.logger.error("encoding failed", metadata: ["conn.id": "\(id)", "error": "\(error)"])
-            return nil
-        }
+        context.encoded(message, for: self)
     }
 }
 

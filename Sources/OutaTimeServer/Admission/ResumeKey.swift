@@ -7,7 +7,7 @@ import Foundation
 /// of another server process or cluster node finds nothing (the serial is
 /// some other connection's, or none, and the secret differs).
 struct ResumeKey: Equatable {
-    /// The ``Session/serial`` of the connection the key was given to.
+    /// The ``Connection/serial`` of the connection the key was given to.
     let serial: Int
     /// The random secret, compared in constant time.
     let secret: Secret

@@ -14,7 +14,7 @@ extension Server {
     /// The limit a new connection from `host` would exceed, if any. Every
     /// held connection counts, closing ones too: each holds a descriptor.
     func connectionLimitReached(host: String?) -> ConnectionLimit? {
-        if sessions.count >= config.maxConnections { return .total }
+        if connections.count >= config.maxConnections { return .total }
         if let host, addresses.connections(of: host) >= config.maxConnectionsPerAddress { return .perAddress }
         return nil
     }
@@ -97,7 +97,7 @@ extension Server {
         guard now >= nextRefusalWarning else { return }
         nextRefusalWarning = now + 10_000
         logger.warning("refusing connections at a connection limit",
-                       metadata: ["limit": "\(limit.rawValue)", "connections": "\(sessions.count)",
+                       metadata: ["limit": "\(limit.rawValue)", "connections": "\(connections.count)",
                                   "max_connections": "\(config.maxConnections)",
                                   "max_connections_per_address": "\(config.maxConnectionsPerAddress)",
                                   "refused": "\(counters.connectionsRefused)"])

@@ -1,10 +1,10 @@
 import OutaTimeProtocol
 
-/// The WebSocket side of a session that came through `GET /ws` on the HTTP
+/// The WebSocket side of a connection that came through `GET /ws` on the HTTP
 /// listener (protocol "WebSocket transport"): RFC 6455 messages in place of
-/// length-prefixed frames. A session holds one (``Session/webSocket``) or
+/// length-prefixed frames. A connection holds one (``Connection/webSocket``) or
 /// none (TCP, TLS); it is the one place that knows which — input goes to
-/// ``Server/receivedWebSocket(_:on:)`` instead of the ``FrameDecoder``,
+/// ``Connection/receivedWebSocket(_:)`` instead of the ``FrameDecoder``,
 /// output queues each frame's ``Frame/webSocketMessage`` instead of the
 /// frame itself — and everything above (requests, replies, broadcasts,
 /// limits, closing) is shared.

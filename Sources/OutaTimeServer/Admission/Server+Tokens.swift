@@ -38,7 +38,7 @@ extension Server {
         tokens = table
         var closed = 0
         var updated = 0
-        for session in Array(sessions.values) where session.state.isReady {
+        for session in Array(connections.values) where session.state.isReady {
             guard let old = session.credential else { continue }
             guard let new = table.entry(sameKeyAs: old) else {
                 revoke(session, "the server's tokens file was reloaded and this connection's "
@@ -68,10 +68,10 @@ extension Server {
 
     /// Ends a connection whose token no longer admits it: an `error` push
     /// `unauthorized` saying why, then `bye unauthorized`.
-    private func revoke(_ session: Session, _ why: String) {
+    private func revoke(_ session: Connection, _ why: String) {
         logger.info("closing connection: token withdrawn by reload",
                     metadata: ["conn.id": "\(session.id)", "name": "\(session.displayName)"])
         session.send(ErrorPush(error: ProtocolError(.unauthorized, why)))
-        close(session, bye: .unauthorized)
+        session.close(bye: .unauthorized)
     }
 }

@@ -91,7 +91,7 @@ extension Server {
 
     /// Logs a connection from an address `--proxy-from` does not trust
     /// that began like a PROXY header (`firstByte`), before it is closed.
-    func logUntrustedProxyHeader(_ session: Session, firstByte: UInt8?) -> Bool {
+    func logUntrustedProxyHeader(_ session: Connection, firstByte: UInt8?) -> Bool {
         guard let firstByte, ProxyHeader.mayBegin(with: firstByte) else { return false }
         counters.proxyHeadersRefused += 1
         logger.warning("PROXY header from an address --proxy-from does not trust, connection closed", metadata: [

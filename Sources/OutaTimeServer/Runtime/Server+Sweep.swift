@@ -1,0 +1,49 @@
+import OutaTimeProtocol
+import UV
+
+/// Periodic checks and the orderly shutdown.
+extension Server {
+    /// Periodic checks: hello and idle timeouts, linger expiry, shutdown progress.
+    func sweep() {
+        assertOnLoopThread()
+        let now = loop.now
+        for connection in Array(connections.values) {
+            connection.checkDeadlines(now: now, helloAnsweredLater: slowedHellos[connection.serial] != nil)
+        }
+        sweepHTTP(now: now)
+        sweepRefusals(now: now)
+        sweepProxyHeaderWaits(now: now)
+        if case .running = phase { forgetIdleChannels(now: now) }
+        throttle.forgetExpired(now: now)
+        sweepRelays(now: now)
+        if case .draining = phase { checkDrained() }
+    }
+
+    /// SIGINT/SIGTERM: stop accepting and reading, let pending commits finish,
+    /// then `bye server_shutdown` to everyone, flush and stop.
+    func beginShutdown() {
+        guard case .running = phase else { return }
+        transition(to: .draining(deadline: loop.now + UInt64(config.shutdownTimeoutMs)))
+        logger.notice("shutting down", metadata: ["connections": "\(connections.count)", "pending_writes": "\(pendingWrites.count)"])
+        listener?.close()
+        tlsListener?.close()
+        closeProxyHeaderWaits()
+        for connection in connections.values { connection.stream.stopReading() }
+        recordAlive(force: true)
+        checkDrained()
+    }
+
+    func checkDrained() {
+        guard case .draining(let deadline) = phase else { return }
+        loop.updateTime()
+        let overdue = loop.now >= deadline
+        submitOpenBatches()
+        if !pendingWrites.isEmpty && !overdue { return }
+        for connection in Array(connections.values) { connection.close(bye: .serverShutdown) }
+        guard connections.isEmpty || overdue else { return }
+        transition(to: .stopped)
+        for connection in Array(connections.values) { connection.destroy(reason: .serverStopped) }
+        closeOwnHandles()
+        logger.notice("stopped")
+    }
+}
