@@ -481,10 +481,7 @@ final class Server {
         guard !connectionContext.dirty.isEmpty else { return }
         let connections = connectionContext.dirty
         connectionContext.dirty = []
-        for connection in connections {
-            connection.isDirty = false
-            connection.stream.flush()
-        }
+        for connection in connections { connection.flush() }
     }
 
     /// Acts on the writer's reports (as far as the iteration's time goes:

@@ -46,7 +46,7 @@ extension Server {
             break
         }
         let header = ForwardedRequest(op: operation, session: session.id, name: session.displayName, role: session.role)
-        send(ForwardWait(session: session, slot: session.requests.reserve(), id: request.id, op: operation, channel: key,
+        send(ForwardWait(session: session, slot: session.reserveReply(), id: request.id, op: operation, channel: key,
                          owner: owner, payload: header.encoded(with: .object(request.fields)), since: loop.now), cluster)
         return .pending
     }

@@ -203,6 +203,13 @@ extension Connection {
         try? stream.resumeReading()
     }
 
+    /// The server drains: nothing more is read (the connection stays open
+    /// until its `bye server_shutdown`; ``resumeReadingIfRoom()`` does not
+    /// read again while ``ConnectionContext/takesInput`` is false).
+    func stopReadingForShutdown() {
+        stream.stopReading()
+    }
+
     /// EOF or a read error from the peer.
     func readEnded(error: UVError) {
         context.assertOnLoopThread()

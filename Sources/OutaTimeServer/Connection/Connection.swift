@@ -393,6 +393,20 @@ final class Connection {
         }
     }
 
+    /// Reserves the place of a reply that comes later (a commit, a read
+    /// off the loop, a forwarded request, a late `hello`): replies leave in
+    /// request order, so later ones wait behind it until ``fill(_:id:_:)``.
+    func reserveReply() -> ReplySlot {
+        requests.reserve()
+    }
+
+    /// Writes everything queued since the last flush (the server's
+    /// once-per-iteration flush of ``ConnectionContext/dirty``).
+    func flush() {
+        isDirty = false
+        stream.flush()
+    }
+
     /// Replies to a request: success if it had an id (silent otherwise), in
     /// request order.
     func reply<Result: Encodable>(_ id: RequestID?, _ result: Result) {

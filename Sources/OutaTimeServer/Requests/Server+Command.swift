@@ -36,7 +36,7 @@ extension Server {
         if let idempotencyKey {
             // A repeat is answered with the first outcome; nothing is applied.
             switch try answerRepeat(of: idempotencyKey, action: action, on: channel, id: request.id,
-                                    target: { .local(session, session.requests.reserve()) }) {
+                                    target: { .local(session, session.reserveReply()) }) {
             case .replied: return .replied
             case .waiting: return .pending
             case nil: break
@@ -64,7 +64,7 @@ extension Server {
             session.reply(request.id, outcome.reply)
             return .replied
         }
-        var reply = PendingReply(target: .local(session, session.requests.reserve()), id: request.id, outcome: outcome,
+        var reply = PendingReply(target: .local(session, session.reserveReply()), id: request.id, outcome: outcome,
                                  lastSeq: channel.seq + Int64(outcome.events.count))
         if let idempotencyKey {
             reply.keyed = rememberKeyed(idempotencyKey, action: action, outcome: outcome, on: channel, at: context.now)

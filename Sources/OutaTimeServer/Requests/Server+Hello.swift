@@ -58,7 +58,7 @@ extension Server {
         }
         // The answer waits on a timer (the loop goes on); the connection's
         // input waits meanwhile, like a read off the loop.
-        let slot = session.requests.reserve()
+        let slot = session.reserveReply()
         slowedHellos[session.serial] = SlowedHello(slot: slot, id: request.id, outcome: outcome)
         helloDelays.schedule(session.serial, at: now + delayMs)
         return .reading(slot)

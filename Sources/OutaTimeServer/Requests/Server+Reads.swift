@@ -44,7 +44,7 @@ extension Server {
         // anything else gets the full state.
         let missed = channel.seq - since
         let seq = channel.seq
-        let slot = session.requests.reserve()
+        let slot = session.reserveReply()
         readHistory(channel: key, after: since, through: seq, limit: Int(missed)) { [unowned self] result in
             let events = (try? result.get()) ?? []
             // Against the seq now: if the channel moved on meanwhile, the
@@ -162,7 +162,7 @@ extension Server {
     private func listStored(kind: ChannelKind?, after: String?, pageSize: Int, _ request: Request,
                             on session: Connection) -> Handled {
         let scope = session.scope
-        let slot = session.requests.reserve()
+        let slot = session.reserveReply()
         readStoredChannels { [unowned self] result in
             switch result {
             case .success(let records):
@@ -230,7 +230,7 @@ extension Server {
             return .replied
         }
         let seq = channel.seq
-        let slot = session.requests.reserve()
+        let slot = session.reserveReply()
         readHistory(channel: key, after: max(after, historyStart(of: channel)), through: seq, limit: Int(limit)) { [unowned self] result in
             switch result {
             case .success(let events):

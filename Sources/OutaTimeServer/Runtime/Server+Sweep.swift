@@ -28,7 +28,7 @@ extension Server {
         listener?.close()
         tlsListener?.close()
         closeProxyHeaderWaits()
-        for connection in connections.values { connection.stream.stopReading() }
+        for connection in connections.values { connection.stopReadingForShutdown() }
         recordAlive(force: true)
         checkDrained()
     }
