@@ -38,11 +38,11 @@ final class Server {
 
     /// What every connection shares of the server: the encoder, the
     /// counters, the limits, the flush list; the server is its router.
-    /// Made on first use (it refers to the finished server).
-    private(set) lazy var connectionContext = ConnectionContext(
-        router: self, logger: logger, limits: ConnectionLimits(config), loop: loop)
-    /// Encodes every reply and push (loop thread only).
-    var encoder: ReusableMessageEncoder { connectionContext.encoder }
+    let connectionContext: ConnectionContext
+    /// Encodes every reply and push (loop thread only); the connections
+    /// share it through their context. Stored here too: read through a
+    /// computed property it was retained once per publish.
+    let encoder: ReusableMessageEncoder
     /// Each event's `at`, formatted once a second (loop thread only).
     var eventTimes = ISOTime.SecondCache()
     /// The counters `stats` and `/metrics` report (kept in the connections' context).
@@ -186,6 +186,8 @@ final class Server {
         self.throttle = HelloThrottle(freeFailures: config.maxFailedHellos, baseDelayMs: config.failedHelloDelayMs,
                                       maxDelayMs: config.maxFailedHelloDelayMs, windowMs: config.failedHelloWindowMs)
         self.loop = try Loop()
+        self.encoder = ReusableMessageEncoder()
+        self.connectionContext = ConnectionContext(encoder: encoder, logger: logger, limits: ConnectionLimits(config), loop: loop)
         if config.readBudgetMicroseconds > 0 {
             loop.readTimePerIteration = UInt64(config.readBudgetMicroseconds) * 1_000
         }
@@ -214,6 +216,7 @@ final class Server {
         self.cluster = config.fabric.map(ClusterNode.init)
         self.bootID = String((0..<6).map { _ in "0123456789abcdefghijklmnopqrstuvwxyz".randomElement()! })
         relay.handler = { [unowned self] message in self.handle(message) }
+        connectionContext.attach(self)
         if let files = config.tls {
             tlsContext = try Self.makeTLSContext(files)
             tlsFiles = files

@@ -46,6 +46,11 @@ extension Connection {
     /// Bytes from the socket (the loop's shared read buffer): decode frames in
     /// place; only a partial frame is copied by the decoder.
     func received(_ bytes: UnsafeRawBufferPointer) {
+        // The context goes down the per-frame calls as a (borrowed)
+        // parameter: read from `self.context` in each of them it was
+        // retained and released once a frame, 3 of them a publish
+        // (callgrind, issue 28).
+        let context = self.context
         context.assertOnLoopThread()
         guard state.isOpen else { return }  // closing: discard
         context.counters.bytesIn += bytes.count
@@ -54,8 +59,8 @@ extension Connection {
                 guard self.state.isOpen else { return }
                 // A complete frame is activity; bytes of one that never
                 // ends are not (one a second would keep a connection for ever).
-                self.lastActivity = self.context.loop.now
-                self.take(body)
+                self.lastActivity = context.loop.now
+                self.take(body, context)
             }
         } catch {
             // A frame length of 0x50…… or 0x0D…… before hello is the start of
@@ -74,17 +79,17 @@ extension Connection {
     /// One whole frame body from the framing (either transport): it runs
     /// now, or waits behind a parked request.
     @inline(__always)
-    func take(_ body: UnsafeRawBufferPointer) {
+    func take(_ body: UnsafeRawBufferPointer, _ context: ConnectionContext) {
         if requests.isWaiting {
             requests.hold(body)
         } else {
-            run(body)
+            run(body, context)
         }
     }
 
     /// One complete frame body: parse the envelope and run the request.
-    func run(_ body: UnsafeRawBufferPointer) {
-        if overRequestRate() {
+    func run(_ body: UnsafeRawBufferPointer, _ context: ConnectionContext) {
+        if overRequestRate(context) {
             requests.park(.rateLimited(frame: Array(body)))
             pauseReadingIfFull()
             return
@@ -102,11 +107,11 @@ extension Connection {
             }
             return
         }
-        run(request)
+        run(request, context)
     }
 
     /// Runs one request and parks the input if it has to wait.
-    private func run(_ request: Request) {
+    private func run(_ request: Request, _ context: ConnectionContext) {
         switch context.router.dispatch(request, on: self) {
         case .replied, .pending:
             break
@@ -122,21 +127,22 @@ extension Connection {
     /// then the frames that arrived meanwhile, in order, until one parks.
     func resume(failing failure: ProtocolError? = nil) {
         guard state.isOpen, let (parked, held) = requests.unpark() else { return }
+        let context = self.context
         switch parked {
         case .retry(let request):
             if let failure {
                 fail(request.id, failure)
             } else {
-                run(request)
+                run(request, context)
             }
         case .rateLimited(let frame):
-            frame.withUnsafeBytes { run($0) }
+            frame.withUnsafeBytes { run($0, context) }
         case .read:
             break
         }
         var frames = held
         while !requests.isWaiting, state.isOpen, let body = frames.popFirst() {
-            body.withUnsafeBytes { run($0) }
+            body.withUnsafeBytes { run($0, context) }
         }
         requests.requeue(frames)
         resumeReadingIfRoom()
@@ -162,7 +168,7 @@ extension Connection {
     /// start is scheduled and counted as a pause: the caller parks the frame
     /// and stops reading, so the kernel holds the rest (back-pressure on the
     /// sender alone) and every request is answered, in order, later.
-    func overRequestRate() -> Bool {
+    func overRequestRate(_ context: ConnectionContext) -> Bool {
         let limit = context.limits.requestsPerWindow
         guard limit > 0 else { return false }
         let now = context.loop.now

@@ -4,11 +4,12 @@ import UV
 /// A WebSocket connection's input (protocol "WebSocket transport"): bytes
 /// → RFC 6455 frames → whole text messages, each one protocol frame body,
 /// which then run exactly as a TCP connection's frames do
-/// (``take(_:)``, the same ``RequestQueue``).
+/// (``take(_:_:)``, the same ``RequestQueue``).
 extension Connection {
     /// Bytes from a WebSocket connection (the loop's shared read buffer).
     /// Any frame is activity (heartbeat): data, Ping, Pong, Close.
     func receivedWebSocket(_ bytes: UnsafeRawBufferPointer) {
+        let context = self.context  // passed down per frame (see ``received(_:)``)
         context.assertOnLoopThread()
         guard state.isOpen, let link = webSocket, !link.peerClosed else { return }  // closing: discard
         context.counters.bytesIn += bytes.count
@@ -17,7 +18,7 @@ extension Connection {
             lastActivity = context.loop.now
             switch event {
             case .text(let body):
-                body.withUnsafeBytes { take($0) }
+                body.withUnsafeBytes { take($0, context) }
             case .ping(let payload):
                 sendWebSocketPong(payload)
             case .pong:

@@ -11,7 +11,7 @@ import OutaTimeProtocol
 /// snapshot must wait for the channel's commits) and a read done off the
 /// loop (`history`, recovery). Until it is done, later frames wait here.
 /// A connection over its request rate waits the same way, for its next
-/// window, with reading stopped (``Connection/overRequestRate()``).
+/// window, with reading stopped (``Connection/overRequestRate(_:)``).
 ///
 /// Replies leave in request order: one answered early waits behind an
 /// earlier one still waiting for its commit.
