@@ -15,7 +15,10 @@ extension Server {
             // long (then the hello timeout closes it): an idle crowd waits in
             // the kernel instead of costing an accept and a close each.
             listener.deferAccept(seconds: Self.httpDeferAcceptSeconds)
-            try listener.listen(backlog: Self.httpBacklog) { [unowned self, unowned listener] error in
+            // At most 128 accepts per loop iteration, as on the protocol
+            // listeners: a crowd of scrapers cannot hold the loop.
+            try listener.listen(backlog: Self.httpBacklog, acceptsPerIteration: Self.acceptsPerIteration) {
+                [unowned self, unowned listener] error in
                 self.acceptHTTP(error, from: listener)
             }
         }
