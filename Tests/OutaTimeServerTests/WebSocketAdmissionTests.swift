@@ -80,7 +80,7 @@ struct WebSocketAdmissionTests {
             // A bad token: bye unauthorized, then Close 1008 (policy).
             let (_, badSocket) = try WebSocketTestClient.handshake(port: server.httpPort, host: "boards.example")
             let bad = WebSocketTestClient(socket: badSocket)
-            try bad.send(["type": "hello", "id": 1, "protocol": 1, "token": "not-the-token"])
+            try bad.sendMessage(["type": "hello", "id": 1, "protocol": 1, "token": "not-the-token"])
             let close = try bad.readClose(timeout: 10)
             #expect(bad.pushes.last?["reason"] as? String == "unauthorized", "\(bad.pushes)")
             #expect(close.code == 1008 && close.reason == "unauthorized", "\(close)")

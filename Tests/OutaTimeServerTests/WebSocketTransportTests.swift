@@ -128,7 +128,7 @@ struct WebSocketTransportTests {
         try withTestServer({ Self.configure(&$0); $0.helloTimeoutMs = 300 }) { server in
             // unsupported_protocol: a policy refusal, 1008.
             let wrongVersion = try WebSocketTestClient(port: server.httpPort)
-            try wrongVersion.send(["type": "hello", "id": 1, "protocol": 2])
+            try wrongVersion.sendMessage(["type": "hello", "id": 1, "protocol": 2])
             let refusal = try wrongVersion.readUntil(type: "bye")
             #expect(refusal["reason"] as? String == "unsupported_protocol")
             let refusalClose = try wrongVersion.readClose()

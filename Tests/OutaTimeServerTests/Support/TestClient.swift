@@ -45,7 +45,7 @@ final class TestClient {
     static let maxIncomingFrame = 16 << 20
 
     private var fd: Int32
-    private var nextID = 1
+    var nextID = 1
     /// Frames received while waiting for something else, oldest first.
     var pushes: [[String: Any]] = []
     /// Every frame received on this connection, oldest first.
@@ -176,69 +176,10 @@ final class TestClient {
         return object
     }
 
-    /// The first frame of `type`: taken from ``pushes`` if one is waiting
-    /// there, else read; frames of other types are kept in ``pushes``.
-    func readUntil(type: String, timeout: Double = TestClient.defaultTimeout) throws -> [String: Any] {
-        if let index = pushes.firstIndex(where: { $0.type == type }) {
-            return pushes.remove(at: index)
-        }
-        let deadline = Date().addingTimeInterval(timeout)
-        for _ in 0..<TestClient.frameBudget {
-            let remaining = deadline.timeIntervalSinceNow
-            guard remaining > 0 else { break }
-            let frame = try readFrame(timeout: remaining)
-            if frame.type == type { return frame }
-            pushes.append(frame)
-        }
-        throw TestClientError.timedOut("a '\(type)' frame; seen: \(describe(transcript))")
-    }
-
-    /// Sends a request with a fresh integer id and returns the reply with
-    /// that id; every other frame seen meanwhile goes to ``pushes``.
-    @discardableResult
-    func request(
-        _ type: String, _ fields: [String: Any] = [:], timeout: Double = TestClient.defaultTimeout
-    ) throws -> [String: Any] {
-        let id = nextID
-        nextID += 1
-        var json = fields
-        json["type"] = type
-        json["id"] = id
-        try sendFrame(json)
-        return try readReply(id: id, timeout: timeout)
-    }
-
-    /// Reads until the reply whose id is `id`; other frames go to ``pushes``.
-    func readReply(id: Int, timeout: Double = TestClient.defaultTimeout) throws -> [String: Any] {
-        let deadline = Date().addingTimeInterval(timeout)
-        for _ in 0..<TestClient.frameBudget {
-            let remaining = deadline.timeIntervalSinceNow
-            guard remaining > 0 else { break }
-            let frame = try readFrame(timeout: remaining)
-            if frame.type == "reply", frame["id"] as? Int == id { return frame }
-            pushes.append(frame)
-        }
-        throw TestClientError.timedOut("the reply to id \(id); seen: \(describe(transcript))")
-    }
-
-    /// Like ``request(_:_:timeout:)`` but requires `ok: true` and returns `result`.
-    @discardableResult
-    func call(_ type: String, _ fields: [String: Any] = [:]) throws -> [String: Any] {
-        let reply = try request(type, fields)
-        guard reply["ok"] as? Bool == true, let result = reply[object: "result"] else {
-            throw TestClientError.failed("\(type) \(fields): \(describe([reply]))")
-        }
-        return result
-    }
-
     /// Sends `hello` (protocol 1) and returns its `result`; remembers the session.
     @discardableResult
     func hello(name: String? = "tester", token: String? = nil, client: String? = "outatime-tests") throws -> [String: Any] {
-        var fields: [String: Any] = ["protocol": 1]
-        if let name { fields["name"] = name }
-        if let token { fields["token"] = token }
-        if let client { fields["client"] = client }
-        let result = try call("hello", fields)
+        let result = try helloResult(name: name, token: token, client: client)
         session = result["session"] as? String
         return result
     }
@@ -313,4 +254,10 @@ final class TestClient {
         }
         throw TestClientError.timedOut(what())
     }
+}
+
+/// Length-prefixed frames are this client's messages.
+extension TestClient: TestConversation {
+    func sendMessage(_ json: [String: Any]) throws { try sendFrame(json) }
+    func readMessage(timeout: Double) throws -> [String: Any] { try readFrame(timeout: timeout) }
 }

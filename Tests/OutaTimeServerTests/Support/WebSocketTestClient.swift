@@ -7,11 +7,11 @@ import UV
 /// masked frames (as RFC 6455 requires of clients) and decodes the
 /// server's unmasked ones. Protocol helpers mirror ``TestClient``'s:
 /// one text message is one frame body.
-final class WebSocketTestClient {
+final class WebSocketTestClient: TestConversation {
     /// The raw socket (for bytes the codec would not send: unmasked frames, binary).
     let socket: TestClient
     private var decoder = WebSocketDecoder(maxMessageBytes: 64 << 20, requireMasked: false)
-    private var nextID = 1
+    var nextID = 1
     /// Messages received while waiting for something else, oldest first.
     var pushes: [[String: Any]] = []
     /// Every message received, oldest first.
@@ -108,7 +108,7 @@ final class WebSocketTestClient {
     }
 
     /// Sends `json` as one text message.
-    func send(_ json: [String: Any]) throws {
+    func sendMessage(_ json: [String: Any]) throws {
         try socket.sendRaw(Self.frame(.text, Array(try JSONSerialization.data(withJSONObject: json))))
     }
 
@@ -153,51 +153,10 @@ final class WebSocketTestClient {
         throw TestClientError.timedOut("a message")
     }
 
-    /// The first message of `type` (from ``pushes`` if waiting there).
-    func readUntil(type: String, timeout: Double = TestClient.defaultTimeout) throws -> [String: Any] {
-        if let index = pushes.firstIndex(where: { $0.type == type }) { return pushes.remove(at: index) }
-        let deadline = Date().addingTimeInterval(timeout)
-        for _ in 0..<TestClient.frameBudget {
-            let message = try readMessage(timeout: max(deadline.timeIntervalSinceNow, 0.001))
-            if message.type == type { return message }
-            pushes.append(message)
-        }
-        throw TestClientError.timedOut("a '\(type)' message; seen: \(describe(transcript))")
-    }
-
-    /// Sends a request with a fresh id; returns its reply.
-    @discardableResult
-    func request(_ type: String, _ fields: [String: Any] = [:]) throws -> [String: Any] {
-        let id = nextID
-        nextID += 1
-        var json = fields
-        json["type"] = type
-        json["id"] = id
-        try send(json)
-        for _ in 0..<TestClient.frameBudget {
-            let message = try readMessage()
-            if message.type == "reply", message["id"] as? Int == id { return message }
-            pushes.append(message)
-        }
-        throw TestClientError.timedOut("the reply to id \(id)")
-    }
-
-    /// Like ``request(_:_:)`` but requires `ok: true` and returns `result`.
-    @discardableResult
-    func call(_ type: String, _ fields: [String: Any] = [:]) throws -> [String: Any] {
-        let reply = try request(type, fields)
-        guard reply["ok"] as? Bool == true, let result = reply[object: "result"] else {
-            throw TestClientError.failed("\(type) \(fields): \(describe([reply]))")
-        }
-        return result
-    }
-
     /// `hello` (protocol 1); returns its result.
     @discardableResult
     func hello(name: String = "web", token: String? = nil) throws -> [String: Any] {
-        var fields: [String: Any] = ["protocol": 1, "name": name, "client": "outatime-tests-ws"]
-        if let token { fields["token"] = token }
-        return try call("hello", fields)
+        try helloResult(name: name, token: token, client: "outatime-tests-ws")
     }
 
     /// Reads on past messages (kept in ``pushes``) and control frames to the
