@@ -136,9 +136,10 @@ final class Server {
     /// HTTP connections whose next heads wait for the next loop iteration
     /// (``Server/answerHTTP(_:)``).
     var httpTurns: Deque<HTTPConnection> = []
-    /// The store's last write failed (its message), until one succeeds:
-    /// `/healthz` answers 503 meanwhile.
-    var storeFailure: String?
+    /// Why the store's last write failed, until one succeeds: `/healthz`
+    /// answers 503 meanwhile, saying it (``storeTrouble``) as the failure's
+    /// description.
+    var storeFailure: StoreFailure?
     /// The store link's reconnect count when ``storeFailure`` was set: a
     /// failure that an outage caused is stale once the link came back.
     var storeFailureReconnects = 0
