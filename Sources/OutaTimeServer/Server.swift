@@ -33,7 +33,11 @@ final class Server {
     /// Where channels are stored (``ServerConfig/storage``); the server
     /// uses nothing of it but the protocol.
     let store: any DurableStore
+    /// The domain's time (``MonotonicClock``): what countdowns and events read.
     let clock: MonotonicClock
+    /// The server's time for every deadline, and the tests' seam to move
+    /// it forward (``ServerClock``); the domain clock shares its offset.
+    let time: ServerClock
     var phase = Phase.starting
 
     /// What every connection shares of the server: the encoder, the
@@ -190,15 +194,17 @@ final class Server {
     let cluster: ClusterNode?
 
     /// Opens the store and loads every channel; does not listen yet.
-    init(config: ServerConfig, logger: Logger, clock: MonotonicClock = MonotonicClock()) throws {
+    init(config: ServerConfig, logger: Logger) throws {
         try config.validate()
         self.config = config
         self.logger = logger
-        self.clock = clock
         self.throttle = HelloThrottle(freeFailures: config.maxFailedHellos, baseDelayMs: config.failedHelloDelayMs,
                                       maxDelayMs: config.maxFailedHelloDelayMs, windowMs: config.failedHelloWindowMs)
         let loop = try Loop()
         self.loop = loop
+        let time = ServerClock(loop: loop)
+        self.time = time
+        self.clock = MonotonicClock(offset: time.offset)
         self.encoder = ReusableMessageEncoder()
         self.connectionContext = ConnectionContext(encoder: encoder, logger: logger, limits: ConnectionLimits(config), loop: loop)
         if config.readBudgetMicroseconds > 0 {
@@ -211,8 +217,8 @@ final class Server {
         self.flushTimer = flushTimer
         let nextTurn = NextTurn(loop: loop), flusher = Prepare(loop: loop), presenceTimer = UV.Timer(loop: loop),
             sweeper = UV.Timer(loop: loop), aliveTimer = UV.Timer(loop: loop)
-        let scheduler = Scheduler<String>(loop: loop)
-        let rateWakeups = Scheduler<Int>(loop: loop), helloDelays = Scheduler<Int>(loop: loop)
+        let scheduler = Scheduler<String>(loop: loop, clock: time)
+        let rateWakeups = Scheduler<Int>(loop: loop, clock: time), helloDelays = Scheduler<Int>(loop: loop, clock: time)
         (self.nextTurn, self.flusher, self.presenceTimer, self.sweeper, self.aliveTimer) =
             (nextTurn, flusher, presenceTimer, sweeper, aliveTimer)
         (self.scheduler, self.rateWakeups, self.helloDelays) = (scheduler, rateWakeups, helloDelays)
@@ -475,7 +481,7 @@ final class Server {
         nextSerial += 1
         counters.connectionsAccepted += 1
         let connection = Connection(serial: nextSerial, id: "\(bootID)-\(nextSerial)", stream: stream,
-                                    context: connectionContext, now: acceptedAt ?? loop.now, webSocket: webSocket)
+                                    context: connectionContext, now: acceptedAt ?? time.now, webSocket: webSocket)
         connections[connection.serial] = connection
         if webSocket != nil { counters.webSocketOpen += 1 }
         if let host {
@@ -570,6 +576,9 @@ final class Server {
             } catch {
                 reply.set(.failure(error))
             }
+        case .advanceClock(let milliseconds, let done):
+            advanceClock(milliseconds: milliseconds)
+            done.set(())
         case .blockLoop(let milliseconds, let started, let done):
             started?.set(())
             // By the monotonic clock, not one sleep: a signal may cut a

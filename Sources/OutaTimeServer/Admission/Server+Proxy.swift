@@ -29,7 +29,7 @@ final class ProxyHeaderWait {
 extension Server {
     /// Reads the PROXY header of a connection from the trusted `proxy`.
     func awaitProxyHeader(on tcp: TCPStream, tls: Bool, proxy: String) {
-        let wait = ProxyHeaderWait(tcp: tcp, tls: tls, proxy: proxy, acceptedAt: loop.now, timeoutMs: config.helloTimeoutMs)
+        let wait = ProxyHeaderWait(tcp: tcp, tls: tls, proxy: proxy, acceptedAt: time.now, timeoutMs: config.helloTimeoutMs)
         let key = ObjectIdentifier(tcp)
         do {
             try tcp.startReading(onData: { [unowned self] bytes in self.proxyHeaderBytes(bytes, key: key) },

@@ -70,7 +70,7 @@ extension Server {
         }
         nextHTTPSerial += 1
         let host = tcp.peerAddress?.host
-        let connection = HTTPConnection(serial: nextHTTPSerial, stream: stream, peerHost: host, now: loop.now)
+        let connection = HTTPConnection(serial: nextHTTPSerial, stream: stream, peerHost: host, now: time.now)
         httpConnections[connection.serial] = connection
         stream.onWriteError = { [unowned self, unowned connection] _ in self.dropHTTP(connection) }
         if let host {
@@ -108,7 +108,7 @@ extension Server {
     }
 
     private func receivedHTTP(_ bytes: UnsafeRawBufferPointer, on connection: HTTPConnection) {
-        connection.receive(bytes, now: loop.now)
+        connection.receive(bytes, now: time.now)
         answerHTTP(connection)
     }
 
@@ -148,7 +148,7 @@ extension Server {
                 let response = route(head)
                 let keepAlive = head.keepsAlive && phase.acceptsHTTP && response.keepsAlive
                 connection.send(response.bytes(keepAlive: keepAlive, headOnly: head.method == .head))
-                connection.answered(at: loop.now)
+                connection.answered(at: time.now)
                 if !keepAlive { return closeHTTP(connection) }
             case .refused(let refusal):
                 counters.httpRefusedHeads += 1
@@ -257,7 +257,7 @@ extension Server {
     }
 
     func closeHTTP(_ connection: HTTPConnection) {
-        connection.closeAfterWriting(deadline: loop.now + UInt64(config.lingerMs)) { [unowned self] in
+        connection.closeAfterWriting(deadline: time.now + UInt64(config.lingerMs)) { [unowned self] in
             self.httpConnectionClosed(connection)
         }
     }
