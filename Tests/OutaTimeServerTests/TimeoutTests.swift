@@ -20,6 +20,7 @@ struct TimeoutTests {
             #expect(server.handle.advanceClock(milliseconds: 2_000))
             let bye = try client.readUntil(type: "bye", timeout: 5)
             #expect(bye["reason"] as? String == "idle_timeout")
+            #expect(server.handle.advanceClock(milliseconds: server.config.lingerMs + 1))
             #expect(client.expectClosed(), "still open after bye; seen: \(describe(client.transcript))")
             #expect(client.pushes.isEmpty, "unexpected frames: \(describe(client.pushes))")
         }
@@ -109,21 +110,26 @@ struct TimeoutTests {
             #expect(server.handle.advanceClock(milliseconds: 1_000))
             let bye = try client.readUntil(type: "bye", timeout: 5)
             #expect(bye["reason"] as? String == "hello_timeout")
+            // The linger after a bye (waiting for the peer to close first)
+            // passes on the server's clock too.
+            #expect(server.handle.advanceClock(milliseconds: server.config.lingerMs + 1))
             #expect(client.expectClosed())
         }
     }
 
     @Test("requests before hello do not extend the hello deadline")
     func helloTimeoutDespiteTraffic() throws {
-        try withTestServer({ $0.helloTimeoutMs = 300; $0.heartbeatMs = 10_000 }) { server in
+        try withTestServer({ $0.helloTimeoutMs = 10_000; $0.heartbeatMs = 600_000 }) { server in
             let client = try server.connect()
             var bye: [String: Any]?
-            for _ in 0..<40 {
+            // A request every 2 s of the server's clock: the fifth advance
+            // reaches the 10 s deadline however busy the connection was.
+            for _ in 0..<8 {
                 try client.sendFrame(["type": "ping", "id": 1])
                 let frame = try client.readFrame()
                 if frame.type == "bye" { bye = frame; break }
                 #expect(frame.errorCode == .helloRequired)
-                usleep(50_000)
+                #expect(server.handle.advanceClock(milliseconds: 2_000))
             }
             #expect(bye?["reason"] as? String == "hello_timeout", "seen: \(describe(client.transcript))")
         }
