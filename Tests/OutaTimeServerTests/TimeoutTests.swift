@@ -132,6 +132,8 @@ struct TimeoutTests {
                 #expect(server.handle.advanceClock(milliseconds: 2_000))
             }
             #expect(bye?["reason"] as? String == "hello_timeout", "seen: \(describe(client.transcript))")
+            #expect(server.handle.advanceClock(milliseconds: server.config.lingerMs + 1))
+            #expect(client.expectClosed())
         }
     }
 
