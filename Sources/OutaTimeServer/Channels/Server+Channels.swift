@@ -192,7 +192,7 @@ extension Server {
             }
         } catch {
             logger.error("reloading a channel failed", metadata: ["channel": "\(channel.key)", "error": "\(error)"])
-            channel.reloadFailure = "\(error)"
+            channel.reloadFailure = StoreFailure(error)
         }
         return nil
     }
