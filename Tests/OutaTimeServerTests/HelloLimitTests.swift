@@ -122,6 +122,14 @@ struct HelloLimitTests {
             // The loop goes on meanwhile.
             let pong = try other.request("ping", timeout: 2)
             #expect(pong.isOK)
+            // The clock moves only once the server has the failed hello (the
+            // two connections' reads are not ordered): its delay runs from then.
+            var failed = 0
+            for _ in 0..<500 where failed == 0 {
+                failed = try other.call("stats")[int: "hellos_failed"] ?? 0
+                if failed == 0 { usleep(10_000) }
+            }
+            #expect(failed == 1)
             #expect(server.handle.advanceClock(milliseconds: 4_000))
             #expect(throws: (any Error).self, "answered before the delay") { try guesser.readFrame(timeout: 0.1) }
             #expect(server.handle.advanceClock(milliseconds: 1_000))
