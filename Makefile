@@ -180,7 +180,7 @@ release: deps ## Build an optimised server (.build/release/outatime-server)
 fuzz: deps ## Build the libFuzzer targets (.build-fuzz) and run each FUZZ_SECONDS (60); crashes in .build-fuzz/out (docs/FUZZING.md)
 	SWIFT=$(SWIFT) FUZZ_SECONDS=$(FUZZ_SECONDS) Fuzz/fuzz.sh
 
-bench-peers: release ## Neutral-harness comparison with Redis/NATS (docs/BENCHMARKS.md; needs ../shared/bench)
+bench-peers: release ## Neutral-harness comparison with Redis, NATS, Mosquitto and the relay ceiling (docs/BENCHMARKS.md; needs ../shared/bench; RUNS, SUBS, PIN=1, BASELINE=)
 	$(MAKE) -C ../shared/bench
 	docs/bench/peers.sh
 

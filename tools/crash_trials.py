@@ -41,12 +41,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import queue
 import random
-import re
-import signal
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import threading
@@ -59,6 +55,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT / "clients" / "python"))
 
 from outatime import Client, ConnectionClosed, OutaTimeError  # noqa: E402
+from outatime_server import ServerProcess  # noqa: E402
 
 DEFAULT_SERVER = REPO_ROOT / ".build" / "debug" / "outatime-server"
 STARTUP_TIMEOUT = 30.0   # the server prints its line within this
@@ -77,83 +74,18 @@ class TrialFailure(Exception):
 # --------------------------------------------------------------------------
 
 
-class Server:
-    """One ``outatime-server`` child on a free port, stderr to a log file."""
+class Server(ServerProcess):
+    """One ``outatime-server`` child on a free port, stderr to a log file
+    (the shared :class:`outatime_server.ServerProcess`)."""
 
     def __init__(self, binary: Path, db: Path, log: Path) -> None:
-        self.binary = binary
         self.db = db
-        self.log = log
-        self.proc: Optional[subprocess.Popen[bytes]] = None
-        self.port = 0
-        self._pump: Optional[threading.Thread] = None
-
-    def start(self) -> None:
-        args = [str(self.binary), "--host", "127.0.0.1", "--port", "0", "--db", str(self.db),
-                "--history-limit", str(HISTORY_LIMIT), "--log-level", "warning"]
-        with open(self.log, "ab") as log:
-            log.write(f"--- start: {' '.join(args)}\n".encode())
-            log.flush()
-            self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL)
-        lines: "queue.Queue[Optional[bytes]]" = queue.Queue()
-        stdout = self.proc.stdout
-        assert stdout is not None
-
-        def pump() -> None:  # read stdout to its end so the pipe never fills
-            for line in stdout:
-                lines.put(line)
-            lines.put(None)
-
-        self._pump = threading.Thread(target=pump, daemon=True)
-        self._pump.start()
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        while True:
-            try:
-                line = lines.get(timeout=max(0.01, deadline - time.monotonic()))
-            except queue.Empty:
-                self.kill()
-                raise TrialFailure(f"the server printed no 'listening on' line within {STARTUP_TIMEOUT} s; "
-                                   f"log:\n{self.log_tail()}")
-            if line is None:
-                self.kill()
-                raise TrialFailure(f"the server exited before listening; log:\n{self.log_tail()}")
-            m = re.fullmatch(r"listening on (\S+):(\d+)", line.decode(errors="replace").strip())
-            if m:
-                self.port = int(m.group(2))
-                return
-
-    def kill(self) -> None:
-        """SIGKILL and reap (bounded)."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait(timeout=STOP_TIMEOUT)
-        self._close()
-
-    def stop(self) -> int:
-        """SIGTERM and wait; return the exit code."""
-        assert self.proc is not None
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            rc = self.proc.wait(timeout=STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            raise TrialFailure(f"the server did not stop within {STOP_TIMEOUT} s of SIGTERM")
-        self._close()
-        return rc
-
-    def _close(self) -> None:
-        if self._pump is not None:
-            self._pump.join(timeout=STOP_TIMEOUT)
-            self._pump = None
-        if self.proc is not None and self.proc.stdout is not None and not self.proc.stdout.closed:
-            self.proc.stdout.close()
+        super().__init__(binary, ["--host", "127.0.0.1", "--port", "0", "--db", str(db),
+                                  "--history-limit", str(HISTORY_LIMIT), "--log-level", "warning"],
+                         log, failure=TrialFailure, startup_timeout=STARTUP_TIMEOUT, stop_timeout=STOP_TIMEOUT)
 
     def log_tail(self) -> str:
-        try:
-            return self.log.read_text(errors="replace")[-3000:]
-        except OSError:
-            return "(no log)"
+        return self.log_text()
 
 
 # --------------------------------------------------------------------------

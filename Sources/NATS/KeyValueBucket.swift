@@ -12,6 +12,10 @@ public struct KeyValueConfig: Sendable, Equatable {
     public var storage: StorageKind = .file
     /// The largest value, in bytes; -1 for the server's limit.
     public var maxValueSize: Int32 = -1
+    /// How long a value is kept after it was put (the bucket stream's
+    /// `MaxAge`); nil keeps values until they are replaced or deleted.
+    /// Set when the bucket is created: an existing bucket keeps its own.
+    public var maxAge: Duration?
 
     /// A configuration with default settings.
     public init(bucket: String) { self.bucket = bucket }
@@ -84,6 +88,8 @@ public final class KeyValueBucket: @unchecked Sendable {
             cfg.Replicas = Int32(config.replicas)
             cfg.StorageType = config.storage.c
             cfg.MaxValueSize = config.maxValueSize
+            // libnats passes it on as the stream's MaxAge: nanoseconds, 0 for none.
+            cfg.TTL = config.maxAge.map { $0.components.seconds * 1_000_000_000 + $0.components.attoseconds / 1_000_000_000 } ?? 0
             let status = config.bucket.withCString { bucket in
                 cfg.Bucket = bucket
                 return js_CreateKeyValue(&kv, jetStream.pointer, &cfg)
@@ -98,6 +104,16 @@ public final class KeyValueBucket: @unchecked Sendable {
     }
 
     deinit { kvStore_Destroy(pointer) }
+
+    /// The bucket's `MaxAge` as the server keeps it (nil: none), read
+    /// from the bucket's status.
+    public func maxAge() throws(NATSError) -> Duration? {
+        var status: OpaquePointer?
+        try check(kvStore_Status(&status, pointer), "status of bucket '\(name)'")
+        defer { kvStatus_Destroy(status) }
+        let nanoseconds = kvStatus_TTL(status)  // the stream's MaxAge as it is
+        return nanoseconds > 0 ? .nanoseconds(nanoseconds) : nil
+    }
 
     /// The key's current value, or nil when it is absent or deleted.
     public func get(_ key: String) throws(NATSError) -> KeyValueEntry? {

@@ -129,6 +129,10 @@ final class Server {
     /// The HTTP listener is at ``ServerConfig/maxHTTPConnections`` with a
     /// connection waiting: libuv watches it again once that one is accepted.
     var httpAcceptPaused = false
+    /// HTTP connections from a trusted balancer whose PROXY header has not
+    /// come yet (in ``proxyHeaderWaits``): they count toward
+    /// ``ServerConfig/maxHTTPConnections``.
+    var httpProxyHeaderWaits = 0
     var nextHTTPSerial = 0
     /// Channels each token (each connection without tokens) created
     /// (``ServerConfig/maxChannelsPerToken``).

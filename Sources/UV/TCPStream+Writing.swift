@@ -104,7 +104,11 @@ final class PendingWrite {
 /// one manually managed buffer, so `append` is one retain and a store, with
 /// no existential copies, no array uniqueness checks and no per-chunk
 /// allocation. The buffer is freed whenever the queue drains, so an idle
-/// connection holds no output memory. Owners must be released with
+/// connection holds no output memory; the next one is made as large as the
+/// last (up to ``reusedCapacity``) at once: a subscriber under fan-out
+/// drains at every flush and grew 8 → 16 → … → 128 entries again each time
+/// (five allocations and four copies per flush, about 250 instructions a
+/// publish at 10 subscribers under callgrind, issue 28). Owners must be released with
 /// ``removeAll()`` (the stream does so when it closes).
 struct WriteQueue {
     /// One queued chunk: its owner (retained once by the queue) and its bytes.
@@ -115,8 +119,11 @@ struct WriteQueue {
     }
 
     private var entries: UnsafeMutablePointer<Entry>?
-    /// A power of two, or 0 while nothing is allocated.
+    /// A power of two (the allocated entries), or 0; while nothing is
+    /// allocated, the size the next buffer starts at (0: the minimum).
     private var capacity = 0
+    /// The largest size a new buffer starts at (6 KiB of entries).
+    static let reusedCapacity = 256
     private var head = 0
     /// Number of queued chunks.
     private(set) var count = 0
@@ -130,7 +137,7 @@ struct WriteQueue {
     mutating func append(_ chunk: ByteChunk) {
         let bytes = chunk.bytes
         guard let base = bytes.baseAddress, bytes.count > 0 else { return }
-        if count == capacity { grow() }
+        if count == capacity || entries == nil { grow() }
         let entry = Entry(owner: .passRetained(chunk as AnyObject), base: base, count: bytes.count)
         (entries! + ((head + count) & (capacity - 1))).initialize(to: entry)
         count += 1
@@ -224,7 +231,13 @@ struct WriteQueue {
     }
 
     private mutating func grow() {
-        let newCapacity = Swift.max(8, capacity * 2)
+        guard entries != nil else {
+            capacity = Swift.max(8, capacity)
+            entries = .allocate(capacity: capacity)
+            head = 0
+            return
+        }
+        let newCapacity = capacity * 2
         let grown = UnsafeMutablePointer<Entry>.allocate(capacity: newCapacity)
         if let entries {
             for index in 0..<count {
@@ -241,7 +254,7 @@ struct WriteQueue {
         guard count == 0, let entries else { return }
         entries.deallocate()
         self.entries = nil
-        capacity = 0
+        capacity = Swift.min(capacity, Self.reusedCapacity)
         head = 0
         headOffset = 0
     }

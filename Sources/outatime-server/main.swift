@@ -111,8 +111,9 @@ struct OutaTimeServerCommand: ParsableCommand {
     @Option(name: .customLong("proxy-from"), help: ArgumentHelp("""
         Trust PROXY protocol headers (v1 or v2: haproxy 'send-proxy' / 'send-proxy-v2') from this \
         balancer address or CIDR network (10.0.0.5, 10.0.0.0/8, 2001:db8::/32); repeat for several. \
-        Connections from it must begin with a header, on the plaintext and the TLS listener (before \
-        the handshake), within the hello timeout; the client address it names then counts for \
+        Connections from it must begin with a header, on the plaintext, the TLS (before the \
+        handshake) and the --http listener (before the request; before TLS with --http-tls), within \
+        the hello timeout; the client address it names then counts for \
         --max-connections-per-address, --max-failed-hellos and the logs. A header from any other \
         address, or a malformed one, closes the connection with a log line. Without it, no header \
         is trusted. README.md, "Behind a balancer", has an haproxy example.

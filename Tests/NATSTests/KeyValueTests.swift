@@ -1,3 +1,4 @@
+import Foundation
 import NATS
 import NATSTestSupport
 import Testing
@@ -64,5 +65,25 @@ struct KeyValueTests {
         try bucket.put("s002", value: [])
         try connection.flush()
         #expect(events.count == 4)
+    }
+
+    @Test("maxAge: the bucket keeps it (read back from its status), and a value older than it is gone; none by default")
+    func maxAge() throws {
+        let server = try NATSServerProcess.start()
+        defer { server.stop() }
+        let connection = try NATSConnection(NATSConnectionOptions(servers: [server.url]))
+        defer { connection.close() }
+        let api = try JetStream(connection, timeout: .seconds(2))
+        #expect(try KeyValueBucket(api, config: KeyValueConfig(bucket: "OT_FOREVER")).maxAge() == nil)
+        var config = KeyValueConfig(bucket: "OT_SHORT")
+        config.maxAge = .milliseconds(500)
+        let bucket = try KeyValueBucket(api, config: config)
+        #expect(try bucket.maxAge() == .milliseconds(500))
+        try bucket.put("node-a", value: Array("beat".utf8))
+        #expect(try bucket.get("node-a")?.text == "beat")
+        // The server expires it at its own pace: look until it is gone (bounded).
+        let deadline = ContinuousClock.now + .seconds(15)
+        while try bucket.get("node-a") != nil, ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.1) }
+        #expect(try bucket.get("node-a") == nil)
     }
 }

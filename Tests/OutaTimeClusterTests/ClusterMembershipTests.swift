@@ -227,6 +227,24 @@ struct ClusterMembershipTests {
         print("rebalance: \(share.count) slots moved to the joining member \(milliseconds(ContinuousClock.now - joined)) ms after it started (rebalanceAfter 1 s)")
     }
 
+    @Test("OT_NODES keeps a heartbeat for nodesMaxAge (the design's 10 s): a node gone for good leaves no key for ever; a max age under twice deadAfter is refused")
+    func nodesBucketMaxAge() throws {
+        let server = try NATSServerProcess.start()
+        defer { server.stop() }
+        let member = try Member("n1", urls: server.url) { $0.shrink() }
+        defer { member.close() }
+        try member.membership.start()
+        let connection = try NATSConnection(NATSConnectionOptions(servers: [server.url], name: "reader"))
+        defer { connection.close() }
+        let nodes = try KeyValueBucket(try JetStream(connection, timeout: .seconds(2)), config: KeyValueConfig(bucket: "OT_NODES"))
+        #expect(try nodes.maxAge() == .seconds(10))
+        #expect(try nodes.get("n1") != nil)
+        let refused = #expect(throws: MembershipError.self) {
+            _ = try Member("n2", urls: server.url) { $0.shrink(); $0.nodesMaxAge = .seconds(1) }
+        }
+        #expect("\(String(describing: refused))".contains("nodesMaxAge"), "\(String(describing: refused))")
+    }
+
     @Test("a live node that never claims (heartbeats only): the next node in its slots' HRW order claims them a stagger later")
     func silentWinner() throws {
         let server = try NATSServerProcess.start()

@@ -163,4 +163,32 @@ struct ProxyProtocolTests {
             #expect(logs.all.contains { $0.contains("PROXY header refused") && $0.contains("listener=tls") })
         }
     }
+
+    @Test("HTTP behind PROXY: the client's address counts in --http-max-connections-per-address; no header, no answer")
+    func httpBehindProxy() throws {
+        let logs = CapturedLogs()
+        try withProxiedServer(logs, { $0.http = HTTPEndpoint(port: 0); $0.maxHTTPConnectionsPerAddress = 1 }) { server in
+            func get(_ client: TestClient, header: [UInt8]) throws -> HTTPListenerTests.Response {
+                try client.sendRaw(header + Array("GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8))
+                return try HTTPListenerTests.readResponse(client)
+            }
+            // Two clients through the one balancer address: each has its own count.
+            let first = try TestClient(port: server.httpPort)
+            #expect(try get(first, header: ProxyHeaders.v1("203.0.113.7")).status == 200)
+            let second = try TestClient(port: server.httpPort)
+            #expect(try get(second, header: ProxyHeaders.v2("203.0.113.8")).status == 200)
+            // A second connection of 203.0.113.7 is over its cap of 1.
+            let third = try TestClient(port: server.httpPort)
+            let refused = try get(third, header: ProxyHeaders.v1("203.0.113.7"))
+            #expect(refused.status == 503)
+            #expect(refused.body.contains("too many HTTP connections from 203.0.113.7"), "\(refused.body)")
+            // The kept-alive first connection is still served.
+            #expect(try HTTPListenerTests.get(first, "/healthz").status == 200)
+            // From the trusted balancer without a header: closed, no HTTP answer.
+            let bare = try TestClient(port: server.httpPort)
+            try bare.sendRaw(Array("GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8))
+            #expect(try bare.readSome().isEmpty)
+            #expect(logs.all.contains { $0.contains("PROXY header refused") && $0.contains("listener=http") }, "\(logs.all.suffix(5))")
+        }
+    }
 }

@@ -43,4 +43,39 @@ import Testing
         queue.removeAllButStarted()
         #expect(queue.isEmpty && queue.byteCount == 0)
     }
+
+    /// After draining, the next buffer starts at the last size (up to
+    /// `reusedCapacity`): chunks still come out in order across the ring's
+    /// wrap, through drains at every size, and a burst larger than the
+    /// reused size still grows.
+    @Test func aDrainedQueueStartsAtItsLastSizeAndKeepsOrder() {
+        var queue = WriteQueue()
+        defer { queue.removeAll() }
+        let buffers = UnsafeMutablePointer<uv_buf_t>.allocate(capacity: 1_024)
+        defer { buffers.deallocate() }
+        var next: UInt8 = 0
+        var expected: [UInt8] = []
+        for round in [3, 130, 7, 600, 1, 129, 40] {
+            for _ in 0..<round {
+                queue.append(Self.chunk(next, 2))
+                expected.append(next)
+                next &+= 1
+            }
+            // Write half, append a few more (the ring wraps), then drain.
+            queue.consume(round)  // round/2 chunks of 2 bytes (and half of one when odd)
+            for _ in 0..<5 {
+                queue.append(Self.chunk(next, 2))
+                expected.append(next)
+                next &+= 1
+            }
+            let count = queue.fill(buffers, max: 1_024)
+            var seen: [UInt8] = []
+            for index in 0..<count { seen.append(UnsafeRawPointer(buffers[index].base!).load(as: UInt8.self)) }
+            let written = round / 2
+            #expect(seen == Array(expected[written...]), "round \(round)")
+            queue.consume(queue.byteCount)
+            #expect(queue.isEmpty && queue.byteCount == 0)
+            expected = []
+        }
+    }
 }

@@ -80,7 +80,10 @@ enum Output {
         case .int(let number): "\(number)"
         case .double(let number): number == number.rounded() && abs(number) < 1e15 ? "\(Int64(number))" : "\(number)"
         case .string(let text): text
-        case .array(let items): "[" + items.map(inline).joined(separator: ", ") + "]"
+        case .array(let items): items.isEmpty ? "none" : "[" + items.map(inline).joined(separator: ", ") + "]"
+        // An empty object (`accept_errors` while there were none) says so
+        // rather than leaving the line blank.
+        case .object(let fields) where fields.isEmpty: "none"
         case .object(let fields):
             fields.keys.sorted().map { "\($0)=\(inline(fields[$0]!))" }.joined(separator: " ")
         }

@@ -1,15 +1,22 @@
 #!/usr/bin/env bash
 # Runs the neutral harness ../shared/bench/fanout against OutaTime and the
-# peers installed here (Redis, NATS), interleaved, and prints the medians.
+# peers installed here (Redis, NATS, Mosquitto, and the syscall-only relay
+# that is the ceiling), interleaved, and prints the medians and OutaTime's
+# ratios to each.
 #
 #   docs/bench/peers.sh [RESULTS_DIR]        (make bench-peers)
 #
 # Needs: .build/release/outatime-server (make release), ../shared/bench/fanout
-# (make -C ../shared/bench), redis-server and/or nats-server (Debian
-# packages). Scenarios, each run RUNS times (default 3) per server:
-#   fanout   100 subscribers × 64 B, 50,000 messages: deliveries/s
+# and relay (make -C ../shared/bench), redis-server, nats-server and/or
+# mosquitto (Debian packages; a peer that is missing is skipped). Scenarios,
+# each run RUNS times (default 3) per server:
+#   fanout   SUBS subscribers (default "100"; e.g. SUBS="10 100 1000 5000")
+#            × 64 B, 50,000 messages (MSGS): deliveries/s
 #   latency  100 subscribers, 10,000 publishes/s (1 M deliveries/s) for 5 s: p99
 #   idle     10,000 idle subscribed connections: server RSS per connection
+# SCENARIOS picks some of them (default "fanout latency idle").
+# PIN=1 is a named placement: every server on CPU 0, the harness on CPU 1
+# (taskset), so a server never shares its core with the harness.
 # Every run gets a fresh server (and a fresh OutaTime database).
 # SERVER=path picks the OutaTime binary; BASELINE=path adds a second OutaTime
 # build (label `outatime-baseline`), interleaved, for before/after figures.
@@ -23,6 +30,11 @@ cd "$(dirname "$0")/../.."
 BENCH=${BENCH:-../shared/bench}
 OUT=${1:-/tmp/outatime-bench-$(date +%Y%m%d-%H%M%S)}
 RUNS=${RUNS:-3}
+SUBS=${SUBS:-100}
+MSGS=${MSGS:-50000}
+SCENARIOS=${SCENARIOS:-fanout latency idle}
+SERVER_CPU=() HARNESS_CPU=()
+if [[ ${PIN:-0} == 1 ]]; then SERVER_CPU=(taskset -c 0) HARNESS_CPU=(taskset -c 1); fi
 SERVER=${SERVER:-.build/release/outatime-server}
 BASELINE=${BASELINE:-}
 mkdir -p "$OUT"
@@ -46,47 +58,76 @@ run_build() {  # BINARY LABEL FILE fanout-args...
   local binary=$1 label=$2 file=$3; shift 3
   rm -f /tmp/outatime-bench.sqlite*
   # shellcheck disable=SC2086  # LIMIT_ARGS: words on purpose
-  "$binary" --port 19000 --db /tmp/outatime-bench.sqlite --log-level warning ${LIMIT_ARGS:-} >/dev/null &
+  "${SERVER_CPU[@]}" "$binary" --port 19000 --db /tmp/outatime-bench.sqlite --log-level warning ${LIMIT_ARGS:-} >/dev/null &
   local pid=$!; sleep 1
-  "$BENCH/fanout" --proto lpjson --port 19000 --server-pid $pid --label "$label" \
+  "${HARNESS_CPU[@]}" "$BENCH/fanout" --proto lpjson --port 19000 --server-pid $pid --label "$label" \
     --lp-config "$BENCH/outatime.conf" --channel starport/bench "$@" 2>/dev/null | grep '^{' >> "$OUT/$file" || true
   kill -TERM $pid; wait $pid || true
 }
 run_redis() {
   command -v redis-server >/dev/null || return 0
   local file=$1; shift
-  redis-server --port 16379 --bind 127.0.0.1 --save '' --appendonly no --maxclients 15000 >/dev/null &
+  "${SERVER_CPU[@]}" redis-server --port 16379 --bind 127.0.0.1 --save '' --appendonly no --maxclients 15000 >/dev/null &
   local pid=$!; sleep 1
-  "$BENCH/fanout" --proto resp --port 16379 --server-pid $pid --label redis "$@" 2>/dev/null | grep '^{' >> "$OUT/$file" || true
+  "${HARNESS_CPU[@]}" "$BENCH/fanout" --proto resp --port 16379 --server-pid $pid --label redis "$@" 2>/dev/null | grep '^{' >> "$OUT/$file" || true
   kill $pid; wait $pid || true
 }
 run_nats() {
   command -v nats-server >/dev/null || return 0
   local file=$1; shift
-  nats-server -a 127.0.0.1 -p 14222 >/dev/null 2>&1 &
+  "${SERVER_CPU[@]}" nats-server -a 127.0.0.1 -p 14222 >/dev/null 2>&1 &
   local pid=$!; sleep 1
-  "$BENCH/fanout" --proto nats --port 14222 --server-pid $pid --label nats "$@" 2>/dev/null | grep '^{' >> "$OUT/$file" || true
+  "${HARNESS_CPU[@]}" "$BENCH/fanout" --proto nats --port 14222 --server-pid $pid --label nats "$@" 2>/dev/null | grep '^{' >> "$OUT/$file" || true
   kill $pid; wait $pid || true
 }
+run_mosquitto() {
+  command -v mosquitto >/dev/null || return 0
+  local file=$1; shift
+  # MQTT 3.1.1 QoS 0 (the harness's `mqtt`); as ../shared/bench/README.md runs it.
+  printf 'listener 11883 127.0.0.1\nallow_anonymous true\nset_tcp_nodelay true\nmax_connections -1\n' > "$OUT/mosquitto.conf"
+  "${SERVER_CPU[@]}" mosquitto -c "$OUT/mosquitto.conf" >/dev/null 2>&1 &
+  local pid=$!; sleep 1
+  "${HARNESS_CPU[@]}" "$BENCH/fanout" --proto mqtt --port 11883 --server-pid $pid --label mosquitto "$@" 2>/dev/null | grep '^{' >> "$OUT/$file" || true
+  kill $pid; wait $pid || true
+}
+run_relay() {  # the ceiling: every byte read is written to every other connection, nothing else
+  [[ -x $BENCH/relay ]] || return 0
+  local file=$1; shift
+  "${SERVER_CPU[@]}" "$BENCH/relay" 17000 >/dev/null 2>&1 &
+  local pid=$!; sleep 1
+  "${HARNESS_CPU[@]}" "$BENCH/fanout" --proto raw --port 17000 --server-pid $pid --label relay "$@" 2>/dev/null | grep '^{' >> "$OUT/$file" || true
+  kill $pid; wait $pid || true
+}
+PEERS="outatime baseline redis nats mosquitto relay"
+wants() { [[ " $SCENARIOS " == *" $1 "* ]]; }
 
-for _ in $(seq "$RUNS"); do
-  for server in outatime baseline redis nats; do
-    echo "fanout $server" >&2
-    run_$server fanout.jsonl --scenario fanout --subs 100 --msgs 50000 --size 64
+if wants fanout; then
+  for _ in $(seq "$RUNS"); do
+    for subs in $SUBS; do
+      for server in $PEERS; do
+        echo "fanout $subs $server" >&2
+        run_$server fanout.jsonl --scenario fanout --subs "$subs" --msgs "$MSGS" --size 64
+      done
+    done
   done
-done
-for _ in $(seq "$RUNS"); do
-  for server in outatime baseline redis nats; do
-    echo "latency $server" >&2
-    run_$server latency.jsonl --scenario latency --subs 100 --rate 10000 --duration 5 --size 64
+fi
+if wants latency; then
+  for _ in $(seq "$RUNS"); do
+    for server in $PEERS; do
+      echo "latency $server" >&2
+      run_$server latency.jsonl --scenario latency --subs 100 --rate 10000 --duration 5 --size 64
+    done
   done
-done
-for _ in $(seq "$RUNS"); do
-  for server in outatime baseline redis nats; do
-    echo "idle $server" >&2
-    run_$server idle.jsonl --scenario idle --subs 10000
+fi
+if wants idle; then
+  for _ in $(seq "$RUNS"); do
+    for server in $PEERS; do
+      [[ $server == relay ]] && continue  # the relay keeps no subscriptions
+      echo "idle $server" >&2
+      run_$server idle.jsonl --scenario idle --subs 10000
+    done
   done
-done
+fi
 
 python3 - "$OUT" <<'PY'
 import json, statistics, sys, pathlib
@@ -97,21 +138,24 @@ def rows(name):
 def per_label(name, key):
     result = {}
     for row in rows(name):
-        if not row.get("ok", False):
-            result.setdefault(row["label"], []).append(None)
-        else:
-            result.setdefault(row["label"], []).append(row[key])
+        label = row["label"] if name != "fanout.jsonl" else (row["subs"], row["label"])
+        result.setdefault(label, []).append(row[key] if row.get("ok", False) else None)
     return result
-def fmt(values, scale=1.0, digits=0):
+def median(values):
     ok = [v for v in values if v is not None]
+    return statistics.median(ok) if ok else None
+def fmt(values, scale=1.0, digits=0):
     runs = ", ".join("FAIL" if v is None else f"{v * scale:,.{digits}f}" for v in values)
-    median = f"{statistics.median(ok) * scale:,.{digits}f}" if ok else "—"
-    return median, runs
+    m = median(values)
+    return ("—" if m is None else f"{m * scale:,.{digits}f}"), runs
 print(f"results in {out}\n")
 print("| scenario | server | median | runs |")
 print("|---|---|---|---|")
+fanout = per_label("fanout.jsonl", "deliveries_per_s")
+for (subs, server), values in sorted(fanout.items()):
+    m, runs = fmt(values)
+    print(f"| fan-out deliveries/s ({subs} subs × 64 B) | {server} | {m} | {runs} |")
 for name, key, label, scale, digits in [
-    ("fanout.jsonl", "deliveries_per_s", "fan-out deliveries/s (100 subs × 64 B)", 1, 0),
     ("latency.jsonl", "lat_p99_us", "latency p99 at 1 M deliveries/s (ms)", 0.001, 2),
     ("idle.jsonl", None, "RSS per idle subscribed connection (bytes, 10,000)", 1, 0),
 ]:
@@ -123,6 +167,17 @@ for name, key, label, scale, digits in [
     else:
         data = per_label(name, key)
     for server, values in data.items():
-        median, runs = fmt(values, scale, digits)
-        print(f"| {label} | {server} | {median} | {runs} |")
+        m, runs = fmt(values, scale, digits)
+        print(f"| {label} | {server} | {m} | {runs} |")
+# OutaTime's fan-out against each peer, per subscriber count (medians).
+ratios = []
+for subs in sorted({s for s, _ in fanout}):
+    ours = median(fanout.get((subs, "outatime"), []))
+    for peer in ("outatime-baseline", "redis", "nats", "mosquitto", "relay"):
+        theirs = median(fanout.get((subs, peer), []))
+        if ours and theirs:
+            ratios.append(f"| {subs} | outatime / {peer} | {ours / theirs:.2f} |")
+if ratios:
+    print("\n| subs | fan-out deliveries/s | ratio |\n|---|---|---|")
+    print("\n".join(ratios))
 PY

@@ -49,6 +49,7 @@ public final class ClusterMembership: Sendable {
             let api = try JetStream(connection, timeout: options.operationTimeout)
             var nodesConfig = KeyValueConfig(bucket: options.nodesBucket)
             nodesConfig.replicas = options.replicas
+            nodesConfig.maxAge = options.nodesMaxAge
             var ownersConfig = KeyValueConfig(bucket: options.ownersBucket)
             ownersConfig.replicas = options.replicas
             nodes = try KeyValueBucket(api, config: nodesConfig)

@@ -20,6 +20,12 @@ public struct MembershipOptions: Sendable {
     /// was acknowledged. Must be less than `deadAfter`: the gap is the
     /// margin for pauses between a put and its ack.
     public var fenceAfter: Duration = .seconds(1)
+    /// How long `nodesBucket` keeps a heartbeat (its `MaxAge`, design §4.2:
+    /// 10 s): the key of a node that stopped for good goes by itself
+    /// instead of staying in the bucket for ever. Liveness never reads it
+    /// (it goes by revisions seen, on this node's clock); it only bounds
+    /// the bucket. Set when the bucket is created.
+    public var nodesMaxAge: Duration = .seconds(10)
     /// The wait for one heartbeat put's ack.
     public var heartbeatTimeout: Duration = .milliseconds(500)
     /// The wait for a claim, handover or bucket call.
@@ -46,6 +52,9 @@ public struct MembershipOptions: Sendable {
         }
         guard tick > .zero, heartbeatTimeout > .zero, operationTimeout > .zero else {
             throw .invalidOption("tick, heartbeatTimeout and operationTimeout must be positive")
+        }
+        guard nodesMaxAge >= deadAfter * 2 else {
+            throw .invalidOption("nodesMaxAge \(nodesMaxAge) must be at least twice deadAfter \(deadAfter): a live node's heartbeat must never expire")
         }
         guard [1, 3, 5].contains(replicas) else { throw .invalidOption("replicas \(replicas): give 1, 3 or 5") }
     }

@@ -497,10 +497,16 @@ final class JSONByteWriter: @unchecked Sendable {
         state.pointee.bytes.append(UInt8(ascii: "\""))
         var string = string
         string.withUTF8 { utf8 in
+            guard let base = utf8.baseAddress else { return }
             var runStart = 0
-            for index in 0..<utf8.count {
+            var index = 0
+            var high: UInt8 = 0  // not needed here: a Swift string is valid UTF-8
+            while true {
+                // Plain bytes eight at a time (``JSONStringScan``).
+                index = JSONStringScan.plainRunEnd(UnsafeRawPointer(base), from: index, count: utf8.count, high: &high)
+                guard index < utf8.count else { break }
                 let byte = utf8[index]
-                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+                defer { index += 1 }
                 if runStart < index { state.pointee.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index])) }
                 runStart = index + 1
                 state.pointee.bytes.append(UInt8(ascii: "\\"))

@@ -31,18 +31,26 @@ struct RefusalFrames {
                         encoder: ReusableMessageEncoder) throws -> OwnedBytes {
         let key = Key(limit: limit, host: limit == .perAddress ? host : nil)
         if let cached = cache[key] { return cached }
-        let message = switch limit {
-        case .total:
-            "the server holds its maximum of \(config.maxConnections) connections (--max-connections); retry later"
-        case .perAddress:
-            "address \(host ?? "?") holds its maximum of \(config.maxConnectionsPerAddress) connections "
-                + "(--max-connections-per-address); close one or retry later"
-        }
+        let message = limit.refusal(host: host, config: config)
         let error = try encoder.frame(ErrorPush(error: ProtocolError(.serverBusy, message)))
         let bye = try encoder.frame(ByePush(reason: .serverBusy))
         let bytes = OwnedBytes(Array(error.bytes) + Array(bye.bytes))
         if cache.count >= Self.capacity { cache.removeAll(keepingCapacity: true) }
         cache[key] = bytes
         return bytes
+    }
+}
+
+extension ConnectionLimit {
+    /// The `server_busy` error's message for a connection refused at this
+    /// limit (TCP, TLS and WebSocket say the same).
+    func refusal(host: String?, config: ServerConfig) -> String {
+        switch self {
+        case .total:
+            "the server holds its maximum of \(config.maxConnections) connections (--max-connections); retry later"
+        case .perAddress:
+            "address \(host ?? "?") holds its maximum of \(config.maxConnectionsPerAddress) connections "
+                + "(--max-connections-per-address); close one or retry later"
+        }
     }
 }

@@ -5,8 +5,17 @@ import UV
 /// header is whole: the bytes so far (at most one header's worth) and the
 /// loop time by which it must have come (``ServerConfig/helloTimeoutMs``).
 final class ProxyHeaderWait {
+    /// The listener a connection came to: the header comes first on each.
+    enum Listener {
+        case plain, tls
+        /// `--http` (TLS after the header with `--http-tls`).
+        case http
+    }
+
     let tcp: TCPStream
-    let tls: Bool
+    let listener: Listener
+    /// True on the TLS listener (the handshake follows the header).
+    var tls: Bool { listener == .tls }
     /// The balancer's address.
     let proxy: String
     /// Loop time of the accept: the hello timeout runs from it.
@@ -14,9 +23,9 @@ final class ProxyHeaderWait {
     let deadline: UInt64
     var received: [UInt8] = []
 
-    init(tcp: TCPStream, tls: Bool, proxy: String, acceptedAt: UInt64, timeoutMs: Int) {
+    init(tcp: TCPStream, listener: Listener, proxy: String, acceptedAt: UInt64, timeoutMs: Int) {
         self.tcp = tcp
-        self.tls = tls
+        self.listener = listener
         self.proxy = proxy
         self.acceptedAt = acceptedAt
         self.deadline = acceptedAt + UInt64(timeoutMs)
@@ -29,18 +38,31 @@ final class ProxyHeaderWait {
 extension Server {
     /// Reads the PROXY header of a connection from the trusted `proxy`.
     func awaitProxyHeader(on tcp: TCPStream, tls: Bool, proxy: String) {
-        let wait = ProxyHeaderWait(tcp: tcp, tls: tls, proxy: proxy, acceptedAt: time.now, timeoutMs: config.helloTimeoutMs)
+        awaitProxyHeader(on: tcp, listener: tls ? .tls : .plain, proxy: proxy)
+    }
+
+    /// Reads the PROXY header of a connection to `listener` from the trusted `proxy`.
+    func awaitProxyHeader(on tcp: TCPStream, listener: ProxyHeaderWait.Listener, proxy: String) {
+        let wait = ProxyHeaderWait(tcp: tcp, listener: listener, proxy: proxy, acceptedAt: time.now,
+                                   timeoutMs: config.helloTimeoutMs)
         let key = ObjectIdentifier(tcp)
         do {
             try tcp.startReading(onData: { [unowned self] bytes in self.proxyHeaderBytes(bytes, key: key) },
                                  onEnd: { [unowned self] _ in
-                                     self.proxyHeaderWaits.removeValue(forKey: key)?.tcp.close()
+                                     if let wait = self.proxyHeaderWaits.removeValue(forKey: key) { self.endProxyHeaderWait(wait) }
                                  })
         } catch {
             tcp.close()
             return
         }
         proxyHeaderWaits[key] = wait
+        if listener == .http { httpProxyHeaderWaits += 1 }
+    }
+
+    /// A wait ended without a header (refused, timed out, closed, shutdown).
+    private func endProxyHeaderWait(_ wait: ProxyHeaderWait) {
+        wait.tcp.close()
+        if wait.listener == .http { httpProxyHeaderWaitEnded() }
     }
 
     private func proxyHeaderBytes(_ bytes: UnsafeRawBufferPointer, key: ObjectIdentifier) {
@@ -56,9 +78,9 @@ extension Server {
         case .invalid(let reason):
             proxyHeaderWaits[key] = nil
             logger.warning("PROXY header refused, connection closed", metadata: [
-                "proxy": "\(wait.proxy)", "listener": "\(wait.tls ? "tls" : "plain")", "error": "\(reason)"])
+                "proxy": "\(wait.proxy)", "listener": "\(wait.listener)", "error": "\(reason)"])
             counters.proxyHeadersRefused += 1
-            wait.tcp.close()
+            endProxyHeaderWait(wait)
         case .header(let header, let length):
             proxyHeaderWaits[key] = nil
             let host = switch header {
@@ -66,8 +88,13 @@ extension Server {
             case .connectionAddress: wait.proxy
             }
             let rest = UnsafeRawBufferPointer(rebasing: bytes[(length - before)...])
-            open(wait.tcp, tls: wait.tls, host: host, proxy: wait.proxy, early: rest,
-                 acceptedAt: wait.acceptedAt)
+            switch wait.listener {
+            case .plain, .tls:
+                open(wait.tcp, tls: wait.tls, host: host, proxy: wait.proxy, early: rest, acceptedAt: wait.acceptedAt)
+            case .http:
+                httpProxyHeaderWaits -= 1
+                openHTTP(wait.tcp, host: host, early: rest)
+            }
         }
     }
 
@@ -79,14 +106,15 @@ extension Server {
                 "proxy": "\(wait.proxy)", "received_bytes": "\(wait.received.count)",
                 "hello_timeout_ms": "\(config.helloTimeoutMs)"])
             counters.proxyHeadersRefused += 1
-            wait.tcp.close()
+            endProxyHeaderWait(wait)
         }
     }
 
     /// Closes every wait (shutdown).
     func closeProxyHeaderWaits() {
-        for wait in proxyHeaderWaits.values { wait.tcp.close() }
+        let waits = proxyHeaderWaits.values
         proxyHeaderWaits = [:]
+        for wait in waits { endProxyHeaderWait(wait) }
     }
 
     /// Logs a connection from an address `--proxy-from` does not trust

@@ -15,7 +15,10 @@ extension Server {
             // long (then the hello timeout closes it): an idle crowd waits in
             // the kernel instead of costing an accept and a close each.
             listener.deferAccept(seconds: Self.httpDeferAcceptSeconds)
-            try listener.listen(backlog: Self.httpBacklog) { [unowned self, unowned listener] error in
+            // At most 128 accepts per loop iteration, as on the protocol
+            // listeners: a crowd of scrapers cannot hold the loop.
+            try listener.listen(backlog: Self.httpBacklog, acceptsPerIteration: Self.acceptsPerIteration) {
+                [unowned self, unowned listener] error in
                 self.acceptHTTP(error, from: listener)
             }
         }
@@ -45,7 +48,9 @@ extension Server {
         // `accept()` is called (``httpConnectionClosed(_:)``). Closing it
         // instead cost the loop an accept and a close (the FIN) for each
         // of a crowd (docs/BENCHMARKS.md), as HAProxy's `maxconn` avoids too.
-        guard httpConnections.count < config.maxHTTPConnections else {
+        // Connections from a balancer still sending their PROXY header
+        // hold a place too.
+        guard httpConnections.count + httpProxyHeaderWaits < config.maxHTTPConnections else {
             if !httpAcceptPaused {
                 httpAcceptPaused = true
                 counters.httpAcceptPauses += 1
@@ -54,6 +59,28 @@ extension Server {
         }
         guard let tcp = try? listener.accept() else { return }
         tcp.setNoDelay()
+        if let proxy = tcp.peerAddress?.host, config.proxyFrom.anyContains(proxy) {
+            // A trusted balancer (`--proxy-from`): its PROXY header names
+            // the client, whose address then counts in the per-address cap.
+            awaitProxyHeader(on: tcp, listener: .http, proxy: proxy)
+            return
+        }
+        openHTTP(tcp, host: tcp.peerAddress?.host, early: nil)
+    }
+
+    /// A PROXY header wait of the HTTP listener ended without a header:
+    /// its place is free again.
+    func httpProxyHeaderWaitEnded() {
+        httpProxyHeaderWaits -= 1
+        guard httpAcceptPaused, let listener = httpListener else { return }
+        httpAcceptPaused = false
+        acceptHTTP(nil, from: listener)
+    }
+
+    /// Serves an accepted HTTP connection from the client at `host` (after
+    /// its PROXY header when it came through a trusted balancer; `early`:
+    /// the bytes that followed the header in the same read).
+    func openHTTP(_ tcp: TCPStream, host: String?, early: UnsafeRawBufferPointer?) {
         let stream: SocketStream
         if config.httpTLS, let tlsContext {
             // `--http-tls` (https://, wss://): the TLS stream of the TLS
@@ -69,7 +96,6 @@ extension Server {
             stream = .tcp(tcp)
         }
         nextHTTPSerial += 1
-        let host = tcp.peerAddress?.host
         let connection = HTTPConnection(serial: nextHTTPSerial, stream: stream, peerHost: host, now: time.now)
         httpConnections[connection.serial] = connection
         stream.onWriteError = { [unowned self, unowned connection] _ in self.dropHTTP(connection) }
@@ -91,6 +117,13 @@ extension Server {
             })
         } catch {
             dropHTTP(connection)
+            return
+        }
+        if let early, early.count > 0 {
+            switch stream {
+            case .tcp: receivedHTTP(early, on: connection)
+            case .tls(let tls): tls.receivedEarly(early)
+            }
         }
     }
 

@@ -106,13 +106,7 @@ extension Server {
     private func refuseWebSocket(_ connection: HTTPConnection, upgrade: [UInt8], limit: ConnectionLimit, host: String?) {
         counters.connectionsRefused[limit.rawValue, default: 0] += 1
         logger.debug("connection refused", metadata: ["limit": "\(limit.rawValue)", "peer": "\(host ?? "?")", "transport": "ws"])
-        let message = switch limit {
-        case .total:
-            "the server holds its maximum of \(config.maxConnections) connections (--max-connections); retry later"
-        case .perAddress:
-            "address \(host ?? "?") holds its maximum of \(config.maxConnectionsPerAddress) connections "
-                + "(--max-connections-per-address); close one or retry later"
-        }
+        let message = limit.refusal(host: host, config: config)
         var bytes = upgrade
         do {
             let error = try encoder.frame(ErrorPush(error: ProtocolError(.serverBusy, message)))

@@ -89,6 +89,11 @@ struct CLITests {
             #expect(try Self.json(publish.stdout)["delivered"] as? Int == 0)
             let stats = try Self.outatime(["stats", "--json"], port: server.port)
             #expect(try Self.json(stats.stdout)["messages_published"] as? Int == 1)
+            // The readable form: an empty object (`accept_errors` with
+            // none) reads `none`, not an empty value.
+            let readable = try Self.outatime(["stats"], port: server.port)
+            #expect(readable.status == 0)
+            #expect(readable.stdout.contains("accept_errors: none"), "\(readable.stdout)")
         }
     }
 }

@@ -169,4 +169,21 @@ struct WatchRenderTests {
             == "reconnecting, attempt 2 in 0.2 s: the server is shutting down (bye server_shutdown); "
             + "last try: the server is full (bye server_busy)")
     }
+
+    @Test("on 80 columns a long reconnect line is continued on the next line, its bye codes whole")
+    func longConnectionLineWraps() throws {
+        var board = WatchBoard(server: "127.0.0.1:1985", channels: [Self.car])
+        board.connection = WatchBoard.connectionLine(
+            .reconnecting(attempt: 3, delayMs: 2_000), everConnected: true,
+            lastDrop: (reason: .bye(.serverShutdown), silenceMs: nil), recovery: nil,
+            lastDisconnect: .bye(.serverBusy))
+        #expect(board.connection.count > 80, "\(board.connection)")
+        let lines = WatchRender.lines(board: board, mirrors: [:], width: 80, height: 30, now: Self.created).map(ANSI.unstyled)
+        #expect(lines.allSatisfy { ANSI.width($0) <= 80 }, "\(lines.joined(separator: "\n"))")
+        let text = lines.joined(separator: "\n")
+        #expect(text.contains("(bye server_shutdown)") && text.contains("(bye server_busy)"), "\(text)")
+        // Wide enough: one line, as before.
+        let wide = WatchRender.lines(board: board, mirrors: [:], width: 200, height: 30, now: Self.created).map(ANSI.unstyled)
+        #expect(wide[1].contains("(bye server_busy)") && !wide[2].hasPrefix("   "), "\(wide.prefix(3))")
+    }
 }

@@ -22,9 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import queue
-import re
-import signal
 import socket
 import struct
 import subprocess
@@ -41,6 +38,7 @@ CLIENT_DIR = HERE.parent                      # clients/python
 REPO_ROOT = CLIENT_DIR.parent.parent          # two levels up from clients/python
 sys.path.insert(0, str(CLIENT_DIR))
 
+from outatime_server import ServerProcess as SharedServerProcess  # noqa: E402
 from outatime import (  # noqa: E402
     MAX_SERVER_FRAME,
     Channel,
@@ -71,121 +69,27 @@ def tcp_only(reason: str) -> Callable[[Any], Any]:
 SERVER_BIN = Path(os.environ.get("OUTATIME_SERVER", str(REPO_ROOT / ".build" / "debug" / "outatime-server")))
 VECTORS = REPO_ROOT / "protocol" / "vectors"
 
-STARTUP_TIMEOUT = 20.0   # the server prints its line within this
 STOP_TIMEOUT = 10.0      # the server bounds its shutdown to 5 s
 PUSH_TIMEOUT = 5.0       # the longest any expected push may take
 
 Push = dict[str, Any]
 
 
-class ServerProcess:
-    """One ``outatime-server`` child process on a free port."""
+class ServerProcess(SharedServerProcess):
+    """One ``outatime-server`` child process on a free port, with this
+    suite's arguments (fast DeLorean and lap ticks) and ``extra``."""
 
     def __init__(self, db: Path, log: Path, extra: Optional[list[str]] = None) -> None:
         self.db = db
-        self.log = log
         self.extra = extra or []
-        self.proc: Optional[subprocess.Popen[bytes]] = None
-        self.pump: Optional[threading.Thread] = None
-        self.terminated = False
-        self.port = 0
-        self.tls_port = 0
-        self.http_port = 0
+        super().__init__(SERVER_BIN, ["--port", "0", "--db", str(db), "--delorean-tick-ms", "5", "--lap-tick-ms", "20",
+                                      *self.extra], log)
 
     @property
     def client_port(self) -> int:
         """The port the tests' clients connect to: the protocol port, or the
         HTTP listener's in the WebSocket run."""
         return self.http_port if TRANSPORT == "ws" else self.port
-
-    def start(self) -> "ServerProcess":
-        # Fail (never skip: `make test` must not pass without a server). Wait
-        # a little in case a concurrent `swift build` is relinking the binary.
-        deadline = time.monotonic() + 10.0
-        while not os.access(SERVER_BIN, os.X_OK):
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{SERVER_BIN} is missing; run `swift build` (or set OUTATIME_SERVER)")
-            time.sleep(0.1)
-        args = [str(SERVER_BIN), "--port", "0", "--db", str(self.db),
-                "--delorean-tick-ms", "5", "--lap-tick-ms", "20", *self.extra]
-        log = open(self.log, "ab")
-        try:
-            self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL)
-        finally:
-            log.close()
-        self.terminated = False
-        self.port = self.tls_port = self.http_port = 0  # a restart listens on new ports
-        lines: "queue.Queue[Optional[bytes]]" = queue.Queue()
-        stdout = self.proc.stdout
-        assert stdout is not None
-
-        def pump() -> None:  # read stdout to its end so the pipe never fills
-            for line in stdout:
-                lines.put(line)
-            lines.put(None)
-
-        self.pump = threading.Thread(target=pump, daemon=True)
-        self.pump.start()
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        while True:
-            try:
-                line = lines.get(timeout=max(0.01, deadline - time.monotonic()))
-            except queue.Empty:
-                self.kill()
-                raise AssertionError(f"server printed no 'listening on' line within {STARTUP_TIMEOUT} s; log:\n{self.log_text()}")
-            if line is None:
-                self.kill()
-                raise AssertionError(f"server exited before listening; log:\n{self.log_text()}")
-            m = re.fullmatch(r"(tls |http )?listening on (\S+):(\d+)", line.decode().strip())
-            if m and m.group(1) == "tls ":
-                self.tls_port = int(m.group(3))
-            elif m and m.group(1) == "http ":
-                self.http_port = int(m.group(3))
-            elif m:
-                self.port = int(m.group(3))
-            # The plain line comes first, then the TLS one, then the HTTP one (each if configured).
-            wants_plain = "--no-plain" not in self.extra
-            wants_tls = "--tls-port" in self.extra
-            wants_http = "--http" in self.extra
-            if (self.port or not wants_plain) and (self.tls_port or not wants_tls) and (self.http_port or not wants_http):
-                return self
-
-    def terminate(self) -> None:
-        """Send SIGTERM once (a second one during shutdown is not what we test)."""
-        assert self.proc is not None
-        if not self.terminated and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        self.terminated = True
-
-    def stop(self) -> int:
-        """SIGTERM (unless already sent) and wait; return the exit code."""
-        assert self.proc is not None
-        self.terminate()
-        try:
-            rc = self.proc.wait(timeout=STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            raise AssertionError(f"server did not stop within {STOP_TIMEOUT} s of SIGTERM")
-        self._close_pipe()
-        return rc
-
-    def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=STOP_TIMEOUT)
-        self._close_pipe()
-
-    def _close_pipe(self) -> None:
-        if self.pump is not None:
-            self.pump.join(timeout=STOP_TIMEOUT)
-        if self.proc is not None and self.proc.stdout is not None and not self.proc.stdout.closed:
-            self.proc.stdout.close()
-
-    def log_text(self) -> str:
-        try:
-            return self.log.read_text(errors="replace")[-4000:]
-        except OSError:
-            return "(no log)"
 
 
 class ServerTestCase(unittest.TestCase):

@@ -139,8 +139,9 @@ enum WatchRender {
             : "also watching: " + others.sorted().map(DisplayWidth.sanitized).joined(separator: ", ")
         out.append(ANSI.inverse + ANSI.bold + " OutaTime " + ANSI.reset + " \(board.server) · \(watching)")
         // The connection on a line of its own: why it reconnects and when it
-        // recovered must not be cut off by the width.
-        out.append(" " + connectionText(board))
+        // recovered must not be cut off by the width (continued on the next
+        // lines, broken after a "; ", when it is too wide).
+        out.append(contentsOf: connectionLines(board, width: width))
         out.append("")
         for (index, channel) in board.channels.enumerated() {
             let focused = index == board.focus % max(1, board.channels.count)
@@ -178,6 +179,49 @@ enum WatchRender {
             return Overlay.box(title: "outatime watch: keys", body: WatchBoard.helpLines, over: screen, width: width)
         }
         return screen
+    }
+
+    /// The connection line, broken after a "; " or ": " into lines that
+    /// fit `width` when it is too wide: on an 80-column terminal "…; last
+    /// try: the server is full (bye server_busy)" was clipped in its bye
+    /// code. A reason stays whole on its line (clipped only if it alone is
+    /// wider than the terminal).
+    static func connectionLines(_ board: WatchBoard, width: Int) -> [String] {
+        let first = " " + connectionText(board)
+        guard ANSI.width(first) > width else { return [first] }
+        // Pieces that end with their separator ("…: ", "…; ").
+        var pieces: [String] = []
+        let rest = Substring(board.connection)
+        var piece = ""
+        var index = rest.startIndex
+        while index < rest.endIndex {
+            let character = rest[index]
+            piece.append(character)
+            let next = rest.index(after: index)
+            if (character == ";" || character == ":"), next < rest.endIndex, rest[next] == " " {
+                pieces.append(piece + " ")
+                piece = ""
+                index = rest.index(after: next)
+                continue
+            }
+            index = next
+        }
+        if !piece.isEmpty { pieces.append(piece) }
+        var lines: [String] = []
+        var current = ""
+        for piece in pieces {
+            // Every line is indented 3 columns (the first by its marker).
+            if current.isEmpty || ANSI.width(current + piece.trimmingCharacters(in: .whitespaces)) <= width - 3 {
+                current += piece
+            } else {
+                lines.append(current.trimmingCharacters(in: .whitespaces))
+                current = piece
+            }
+        }
+        lines.append(current.trimmingCharacters(in: .whitespaces))
+        var board = board
+        board.connection = lines[0]
+        return [" " + connectionText(board)] + lines.dropFirst().map { "   " + $0 }
     }
 
     /// The connection line: the state (with why it reconnects, when it
