@@ -33,7 +33,11 @@ final class Server {
     /// Where channels are stored (``ServerConfig/storage``); the server
     /// uses nothing of it but the protocol.
     let store: any DurableStore
+    /// The domain's time (``MonotonicClock``): what countdowns and events read.
     let clock: MonotonicClock
+    /// The server's time for every deadline, and the tests' seam to move
+    /// it forward (``ServerClock``); the domain clock shares its offset.
+    let time: ServerClock
     var phase = Phase.starting
 
     /// What every connection shares of the server: the encoder, the
@@ -91,7 +95,7 @@ final class Server {
     var reportBacklog: Deque<StoreCommit> = []
     /// Work put off to the next loop iteration because its time budget was
     /// spent (``takeNextTurn()``): commit reports, HTTP heads.
-    var nextTurn: NextTurn!
+    let nextTurn: NextTurn
     /// Nanoseconds ``reportCommits()`` ran in this loop iteration (the
     /// inbox may bring several reports in one).
     var reportTimeThisIteration: UInt64 = 0
@@ -140,9 +144,10 @@ final class Server {
     /// HTTP connections whose next heads wait for the next loop iteration
     /// (``Server/answerHTTP(_:)``).
     var httpTurns: Deque<HTTPConnection> = []
-    /// The store's last write failed (its message), until one succeeds:
-    /// `/healthz` answers 503 meanwhile.
-    var storeFailure: String?
+    /// Why the store's last write failed, until one succeeds: `/healthz`
+    /// answers 503 meanwhile, saying it (``storeTrouble``) as the failure's
+    /// description.
+    var storeFailure: StoreFailure?
     /// The store link's reconnect count when ``storeFailure`` was set: a
     /// failure that an outage caused is stale once the link came back.
     var storeFailureReconnects = 0
@@ -152,25 +157,36 @@ final class Server {
     /// or since the first `stats` with `format` `prometheus`.
     lazy var recordsMetrics = config.http != nil
     let inbox: AsyncInbox<ServerMessage>
-    private var flusher: Prepare!
+    /// Submits open batches and flushes before the loop waits.
+    private let flusher: Prepare
     /// Fires a deferred (coalesced) flush.
-    private var flushTimer: PreciseTimer!
+    private let flushTimer: PreciseTimer
     private var flushTimerArmed = false
     /// `Loop.hrtime` of the last flush pass.
     private var lastFlushNs: UInt64 = 0
     /// Crowded channels' presence, gathered until `presenceTimer` fires.
     var gatheredPresence: [String: PresenceSummary] = [:]
-    var presenceTimer: UV.Timer!
-    private var sweeper: UV.Timer!
+    /// Sends the gathered presence of crowded channels.
+    let presenceTimer: UV.Timer
+    /// Runs ``sweep()``: deadlines of connections, refusals and idle channels.
+    private let sweeper: UV.Timer
     /// Records the alive-until moment each second (``recordAlive(force:)``).
-    private var aliveTimer: UV.Timer!
-    private(set) var scheduler: Scheduler<String>!
+    private let aliveTimer: UV.Timer
+    /// Wakes channels' clocks (by channel key).
+    let scheduler: Scheduler<String>
     /// Wakes rate-limited connections (by serial) when their next request-rate
     /// window begins (``overRequestRate(_:)``).
-    private(set) var rateWakeups: Scheduler<Int>!
+    let rateWakeups: Scheduler<Int>
     /// Wakes connections whose failed `hello` is answered late (by serial),
     /// with what to answer (``ServerConfig/failedHelloDelayMs``).
-    private(set) var helloDelays: Scheduler<Int>!
+    let helloDelays: Scheduler<Int>
+    /// Set by ``closeOwnHandles()``: a server dropped before then (never
+    /// started, its start failed, or its init threw once it was whole)
+    /// closes its handles in `deinit`.
+    private var ownHandlesClosed = false
+    /// Whether ``start(handleSignals:)`` started the cluster fabric (what
+    /// `deinit` stops when the loop never ran).
+    private var fabricStarted = false
     var slowedHellos: [Int: SlowedHello] = [:]
     /// The rate limit of the `notice` line a failed `hello` logs (``logFailedHello(on:problem:client:name:)``).
     var failedHelloLog = LogRateLimit(limit: Server.failedHelloLogLimit, windowMs: Server.failedHelloLogWindowMs)
@@ -182,40 +198,73 @@ final class Server {
     let cluster: ClusterNode?
 
     /// Opens the store and loads every channel; does not listen yet.
-    init(config: ServerConfig, logger: Logger, clock: MonotonicClock = MonotonicClock()) throws {
+    init(config: ServerConfig, logger: Logger) throws {
         try config.validate()
         self.config = config
         self.logger = logger
-        self.clock = clock
         self.throttle = HelloThrottle(freeFailures: config.maxFailedHellos, baseDelayMs: config.failedHelloDelayMs,
                                       maxDelayMs: config.maxFailedHelloDelayMs, windowMs: config.failedHelloWindowMs)
-        self.loop = try Loop()
+        let loop = try Loop()
+        self.loop = loop
+        let time = ServerClock(loop: loop)
+        self.time = time
+        self.clock = MonotonicClock(offset: time.offset)
         self.encoder = ReusableMessageEncoder()
         self.connectionContext = ConnectionContext(encoder: encoder, logger: logger, limits: ConnectionLimits(config), loop: loop)
         if config.readBudgetMicroseconds > 0 {
             loop.readTimePerIteration = UInt64(config.readBudgetMicroseconds) * 1_000
         }
+        // The server's own handles are made with the loop, without work:
+        // ``start(handleSignals:)`` gives them theirs. The one that can fail
+        // (a timer fd) comes first, while nothing else is open.
+        let flushTimer = try PreciseTimer(loop: loop)
+        self.flushTimer = flushTimer
+        let nextTurn = NextTurn(loop: loop), flusher = Prepare(loop: loop), presenceTimer = UV.Timer(loop: loop),
+            sweeper = UV.Timer(loop: loop), aliveTimer = UV.Timer(loop: loop)
+        let scheduler = Scheduler<String>(loop: loop, clock: time)
+        let rateWakeups = Scheduler<Int>(loop: loop, clock: time), helloDelays = Scheduler<Int>(loop: loop, clock: time)
+        (self.nextTurn, self.flusher, self.presenceTimer, self.sweeper, self.aliveTimer) =
+            (nextTurn, flusher, presenceTimer, sweeper, aliveTimer)
+        (self.scheduler, self.rateWakeups, self.helloDelays) = (scheduler, rateWakeups, helloDelays)
+        // Until `self` is whole, a failure closes what was made here (no
+        // `deinit` runs for a half-made object); after, `deinit` does.
+        var inboxMade: AsyncInbox<ServerMessage>?
+        let abandon = {
+            let handles: [Handle] = [flushTimer, nextTurn, flusher, presenceTimer, sweeper, aliveTimer]
+            for handle in handles { handle.close() }
+            scheduler.close()
+            rateWakeups.close()
+            helloDelays.close()
+            inboxMade?.close()
+            Self.closeLoop(loop, logger: logger)
+        }
         // The inbox exists before the store that reports through it; its
         // handler is attached once `self` is fully initialised.
         let relay = MessageRelay()
-        let inbox = try AsyncInbox<ServerMessage>(loop: loop) { messages in
-            for message in messages { relay.handler?(message) }
-        }
-        let sender = inbox.sender
-        self.inbox = inbox
-        self.store = try config.storage.open(
-            StoreOpening(historyLimit: config.historyLimit, logger: logger) { commits in
-                sender.post(.committed(commits))
-            },
-            config: config)
-        if let entries = config.tokens {
-            self.tokens = TokenTable(entries)
-        } else if let path = config.tokensFile {
-            let table = try TokenTable.load(from: path)
-            try config.checkCertificateEntries(table, file: path)
-            self.tokens = table
-        } else {
-            self.tokens = nil
+        do {
+            let inbox = try AsyncInbox<ServerMessage>(loop: loop) { messages in
+                for message in messages { relay.handler?(message) }
+            }
+            inboxMade = inbox
+            let sender = inbox.sender
+            self.inbox = inbox
+            self.store = try config.storage.open(
+                StoreOpening(historyLimit: config.historyLimit, logger: logger) { commits in
+                    sender.post(.committed(commits))
+                },
+                config: config)
+            if let entries = config.tokens {
+                self.tokens = TokenTable(entries)
+            } else if let path = config.tokensFile {
+                let table = try TokenTable.load(from: path)
+                try config.checkCertificateEntries(table, file: path)
+                self.tokens = table
+            } else {
+                self.tokens = nil
+            }
+        } catch {
+            abandon()
+            throw error
         }
         self.cluster = config.fabric.map(ClusterNode.init)
         self.bootID = String((0..<6).map { _ in "0123456789abcdefghijklmnopqrstuvwxyz".randomElement()! })
@@ -297,15 +346,13 @@ final class Server {
             }
             bound.http = try startHTTP(endpoint)
         }
-        scheduler = Scheduler<String>(loop: loop)
         scheduler.onDue = { [unowned self] key, now in self.clockDue(key, now: now) }
-        rateWakeups = Scheduler<Int>(loop: loop)
         rateWakeups.onDue = { [unowned self] serial, _ in self.rateWindowBegan(serial) }
-        helloDelays = Scheduler<Int>(loop: loop)
         helloDelays.onDue = { [unowned self] serial, _ in self.slowedHelloDue(serial) }
         recoverChannelsAfterRestart()
         if let fabric = cluster?.fabric {
             let sender = inbox.sender
+            fabricStarted = true
             try fabric.start { event in sender.post(.cluster(event)) }
             if let table = fabric.awaitOwnership(timeoutMs: config.clusterStartWaitMs) {
                 handle(.ownership(table))
@@ -313,20 +360,15 @@ final class Server {
                 logger.warning("listening before every slot has an owner: requests on unowned channels fail 'unavailable' until the cluster settles (/readyz says when)", metadata: ["waited_ms": "\(config.clusterStartWaitMs)"])
             }
         }
-        flusher = Prepare(loop: loop)
         flusher.start { [unowned self] in
             self.reportTimeThisIteration = 0
             self.iteration &+= 1
             self.submitOpenBatches()
             self.flushSoon()
         }
-        flushTimer = try PreciseTimer(loop: loop)
-        presenceTimer = UV.Timer(loop: loop)
-        nextTurn = NextTurn(loop: loop) { [unowned self] in takeNextTurn() }
-        sweeper = UV.Timer(loop: loop)
+        nextTurn.setWork { [unowned self] in takeNextTurn() }
         let interval = UInt64(max(10, min(1000, config.heartbeatMs / 4)))
         sweeper.start(timeoutMs: interval, repeatMs: interval) { [unowned self] in self.sweep() }
-        aliveTimer = UV.Timer(loop: loop)
         aliveTimer.start(timeoutMs: 1000, repeatMs: 1000) { [unowned self] in self.recordAlive() }
         if handleSignals {
             for signum in [SIGINT, SIGTERM] {
@@ -443,7 +485,7 @@ final class Server {
         nextSerial += 1
         counters.connectionsAccepted += 1
         let connection = Connection(serial: nextSerial, id: "\(bootID)-\(nextSerial)", stream: stream,
-                                    context: connectionContext, now: acceptedAt ?? loop.now, webSocket: webSocket)
+                                    context: connectionContext, now: acceptedAt ?? time.now, webSocket: webSocket)
         connections[connection.serial] = connection
         if webSocket != nil { counters.webSocketOpen += 1 }
         if let host {
@@ -538,6 +580,9 @@ final class Server {
             } catch {
                 reply.set(.failure(error))
             }
+        case .advanceClock(let milliseconds, let done):
+            advanceClock(milliseconds: milliseconds)
+            done.set(())
         case .blockLoop(let milliseconds, let started, let done):
             started?.set(())
             // By the monotonic clock, not one sleep: a signal may cut a
@@ -567,21 +612,22 @@ final class Server {
 
     /// Closes the server's own handles once everything else is done.
     func closeOwnHandles() {
+        ownHandlesClosed = true
         listener?.close()
         tlsListener?.close()
         closeHTTP()
         handshakeGate?.close()
-        flusher?.close()
-        flushTimer?.close()
-        presenceTimer?.close()
+        flusher.close()
+        flushTimer.close()
+        presenceTimer.close()
         cluster?.retryTimer?.close()
-        nextTurn?.close()
+        nextTurn.close()
         httpTurns = []
-        sweeper?.close()
-        aliveTimer?.close()
-        scheduler?.close()
-        rateWakeups?.close()
-        helloDelays?.close()
+        sweeper.close()
+        aliveTimer.close()
+        scheduler.close()
+        rateWakeups.close()
+        helloDelays.close()
         closeProxyHeaderWaits()
         for refusal in lingeringRefusals.values { refusal.stream.close() }
         lingeringRefusals = [:]
@@ -595,6 +641,29 @@ final class Server {
         for signal in signals { signal.close() }
         signals = []
         inbox.close()
+    }
+
+    /// A server that never ran its loop to the end — never started, its
+    /// start failed (a port in use), or its init threw once it was whole
+    /// (loading the channels) — still closes every handle it made, stops
+    /// the store and closes the loop: nothing stays open or retained.
+    deinit {
+        guard !ownHandlesClosed else { return }
+        closeOwnHandles()
+        if fabricStarted { cluster?.fabric.stop() }
+        store.close()
+        Self.closeLoop(loop, logger: logger)
+    }
+
+    /// Runs the close callbacks of handles closed outside a running loop,
+    /// then closes the loop; logs what is still open if it cannot.
+    private static func closeLoop(_ loop: Loop, logger: Logger) {
+        loop.runNoWait()
+        do {
+            try loop.close()
+        } catch {
+            logger.error("loop closed with open handles", metadata: ["handles": "\(loop.openHandleCount)"])
+        }
     }
 }
 

@@ -111,6 +111,21 @@ extension ServerHandle {
     }
 }
 
+extension ServerHandle {
+    /// For tests: moves the server's time `milliseconds` forward
+    /// (``ServerClock``: every timeout, window and clock of the server) and
+    /// returns once the loop has acted on what fell due — a timeout test
+    /// need not sleep through it. Internal: the seam is for tests, not a
+    /// setting. Returns false when the server has stopped.
+    @discardableResult
+    func advanceClock(milliseconds: Int) -> Bool {
+        let done = OneShot<Void>()
+        guard sender.post(.advanceClock(milliseconds: UInt64(max(0, milliseconds)), done)) else { return false }
+        done.wait()
+        return true
+    }
+}
+
 /// Why ``ServerHandle/start(_:logger:)`` failed.
 public struct StartupError: Error, CustomStringConvertible, Sendable {
     /// The underlying error, as text.

@@ -17,11 +17,25 @@ public final class NextTurn: Handle {
     public private(set) var isRequested = false
 
     /// Creates the handle on `loop`, with the work each turn does.
-    public init(loop: Loop, _ callback: @escaping () -> Void) {
+    public convenience init(loop: Loop, _ callback: @escaping () -> Void) {
+        self.init(loop: loop)
         self.callback = callback
+    }
+
+    /// Creates the handle on `loop` without work yet: its owner makes it
+    /// where the loop is made and gives it the work with ``setWork(_:)``
+    /// once it can (a turn requested before then runs nothing).
+    public init(loop: Loop) {
         super.init(loop: loop, type: uv_idle_t.self)
         uv_idle_init(loop.raw, typed(uv_idle_t.self))  // cannot fail
         retainForLibuv()
+    }
+
+    /// Sets the work each turn does (replacing any earlier). Does nothing
+    /// once closing: closing dropped the work for good.
+    public func setWork(_ callback: @escaping () -> Void) {
+        guard !isClosing else { return }
+        self.callback = callback
     }
 
     /// Asks for one run of the callback in the next loop iteration (once,

@@ -1,6 +1,6 @@
 import Foundation
 import OutaTimeProtocol
-import OutaTimeServer
+@testable import OutaTimeServer
 import OutaTimeTestSupport
 import Testing
 
@@ -54,7 +54,9 @@ struct ChannelLimitTests {
         let folder = try TemporaryFolder()
         let path = folder.path("outatime.sqlite")
         do {
-            let server = try TestServer(databasePath: path) { $0.idleChannelMs = 100 }
+            // A minute's idleness, passed with the server's clock
+            // (``ServerHandle/advanceClock(milliseconds:)``), not slept.
+            let server = try TestServer(databasePath: path) { $0.idleChannelMs = 60_000; $0.heartbeatMs = 600_000 }
             defer { server.stop() }
             let client = try server.connectReady(name: "c")
             #expect(try client.request("get", ["channel": "laps/idle"]).isOK)
@@ -63,6 +65,9 @@ struct ChannelLimitTests {
             // A failed action still creates the channel (§5): it has no event.
             #expect(try client.request("command", ["channel": "delorean/failed", "action": "travel"]).errorCode
                     == .noDestination)
+            #expect(server.handle.advanceClock(milliseconds: 30_000))
+            try awaitListed(["delorean/failed", "laps/idle", "laps/used", "laps/watched"], on: client)
+            #expect(server.handle.advanceClock(milliseconds: 30_000))
             try awaitListed(["laps/used", "laps/watched"], on: client)
             var stats = try client.call("stats")
             #expect(stats[int: "channels_forgotten"] == 2)
@@ -70,12 +75,14 @@ struct ChannelLimitTests {
 
             // The last subscriber leaves: forgotten too.
             #expect(try client.request("unsubscribe", ["channel": "laps/watched"]).isOK)
+            #expect(server.handle.advanceClock(milliseconds: 60_000))
             try awaitListed(["laps/used"], on: client)
             // Named again, a forgotten channel comes back new.
             let again = try client.call("get", ["channel": "laps/idle"])
             #expect(again[int: "seq"] == 0)
             stats = try client.call("stats")
             #expect((stats[int: "channels_forgotten"] ?? 0) >= 3)
+            #expect(server.handle.advanceClock(milliseconds: 60_000))
             try awaitListed(["laps/used"], on: client)
             // Still usable after the drop: a command creates it and stores an event.
             #expect(try client.request("command", ["channel": "laps/idle", "action": "start"]).isOK)

@@ -1,6 +1,6 @@
 import Foundation
 import OutaTimeProtocol
-import OutaTimeServer
+@testable import OutaTimeServer
 import OutaTimeTestSupport
 import Testing
 
@@ -95,14 +95,15 @@ struct HelloLimitTests {
     @Test("the throttle ends with its window (failedHelloWindowMs)")
     func throttleEnds() throws {
         let tokens = try Self.tokensFile()
-        try withTestServer({ tokens.configure(&$0); $0.maxFailedHellos = 1; $0.failedHelloWindowMs = 300
-                             $0.failedHelloDelayMs = 5; $0.maxFailedHelloDelayMs = 5 }) { server in
+        try withTestServer({ tokens.configure(&$0); $0.maxFailedHellos = 1; $0.failedHelloWindowMs = 600_000
+                             $0.failedHelloDelayMs = 5; $0.maxFailedHelloDelayMs = 5; $0.heartbeatMs = 600_000 }) { server in
             #expect(try hello(server, token: "guess").reply.errorCode == .unauthorized)
             #expect(try hello(server, token: Self.good).reply["ok"] as? Bool == true)
             let watcher = try TestClient(port: server.port, source: "127.0.0.9")
             try watcher.hello(token: Self.good)
             #expect(try watcher.call("stats")[int: "hellos_throttled"] == 1)
-            usleep(400_000)  // past the window: a lower bound, no race
+            // Past the ten-minute window on the server's clock, not slept.
+            #expect(server.handle.advanceClock(milliseconds: 600_000))
             #expect(try hello(server, token: Self.good).reply["ok"] as? Bool == true)
             #expect(try watcher.call("stats")[int: "hellos_throttled"] == 1)
         }
@@ -111,19 +112,31 @@ struct HelloLimitTests {
     @Test("a failed hello is answered late (failedHelloDelayMs) without holding up other connections")
     func failureSlowed() throws {
         let tokens = try Self.tokensFile()
-        try withTestServer({ tokens.configure(&$0); $0.failedHelloDelayMs = 400 }) { server in
+        // The longest delay (5 s), passed on the server's clock: the answer
+        // comes when the clock reaches it, not before.
+        try withTestServer({ tokens.configure(&$0); $0.failedHelloDelayMs = 5_000; $0.maxFailedHelloDelayMs = 5_000
+                             $0.heartbeatMs = 600_000 }) { server in
             let other = try server.connectReady(token: Self.good)
             let guesser = try server.connect()
-            let started = Date()
             try guesser.sendFrame(["type": "hello", "id": 1, "protocol": 1, "token": "guess"])
             // The loop goes on meanwhile.
             let pong = try other.request("ping", timeout: 2)
             #expect(pong.isOK)
-            let reply = try guesser.readReply(id: 1, timeout: 5)
-            let elapsed = Date().timeIntervalSince(started)
+            // The clock moves only once the server has the failed hello (the
+            // two connections' reads are not ordered): its delay runs from then.
+            var failed = 0
+            for _ in 0..<500 where failed == 0 {
+                failed = try other.call("stats")[int: "hellos_failed"] ?? 0
+                if failed == 0 { usleep(10_000) }
+            }
+            #expect(failed == 1)
+            #expect(server.handle.advanceClock(milliseconds: 4_000))
+            #expect(throws: (any Error).self, "answered before the delay") { try guesser.readFrame(timeout: 0.1) }
+            #expect(server.handle.advanceClock(milliseconds: 1_000))
+            let reply = try guesser.readReply(id: 1, timeout: 2)  // the delay is 5 s: only the clock brings it
             #expect(reply.errorCode == .unauthorized, "got \(describe([reply]))")
-            #expect(elapsed >= 0.35, "answered after \(elapsed) s")
             #expect(try guesser.readFrame()["reason"] as? String == "unauthorized")
+            #expect(server.handle.advanceClock(milliseconds: server.config.lingerMs + 1))  // the linger after bye
             #expect(guesser.expectClosed())
         }
     }

@@ -303,17 +303,17 @@ private final class GatedStore: DurableStore {
     var stats: WriterStats { inner.stats }
     var textBytesWritten: Int { inner.textBytesWritten }
     var backendName: String { "gated" }
-    func loadChannels() throws -> [ChannelRecord] { try inner.loadChannels() }
-    func channel(named name: String) throws -> ChannelRecord? { try inner.channel(named: name) }
-    func history(channel: String, after: Int64, through: Int64, limit: Int) throws -> [EventRecord] {
+    func loadChannels() throws(StoreFailure) -> [ChannelRecord] { try inner.loadChannels() }
+    func channel(named name: String) throws(StoreFailure) -> ChannelRecord? { try inner.channel(named: name) }
+    func history(channel: String, after: Int64, through: Int64, limit: Int) throws(StoreFailure) -> [EventRecord] {
         try inner.history(channel: channel, after: after, through: through, limit: limit)
     }
-    func oldestRetainedSeq(channel: String) throws -> Int64? { try inner.oldestRetainedSeq(channel: channel) }
-    func meta(_ key: String) throws -> String? { try inner.meta(key) }
-    func commandKeys(channel: String, after: Int64) throws -> [StoredCommandKey] {
+    func oldestRetainedSeq(channel: String) throws(StoreFailure) -> Int64? { try inner.oldestRetainedSeq(channel: channel) }
+    func meta(_ key: String) throws(StoreFailure) -> String? { try inner.meta(key) }
+    func commandKeys(channel: String, after: Int64) throws(StoreFailure) -> [StoredCommandKey] {
         try inner.commandKeys(channel: channel, after: after)
     }
-    func allCommandKeys() throws -> [StoredCommandKey] { try inner.allCommandKeys() }
+    func allCommandKeys() throws(StoreFailure) -> [StoredCommandKey] { try inner.allCommandKeys() }
 }
 
 /// `protocol/vectors/idempotency.json` (PROTOCOL.md §14.5): the exchanges

@@ -39,7 +39,7 @@ struct SchedulerTests {
 
     @Test func oneTimerWakesKeysInOrderOnARealLoop() throws {
         let loop = try Loop()
-        let scheduler = Scheduler<String>(loop: loop)
+        let scheduler = Scheduler<String>(loop: loop, clock: ServerClock(loop: loop))
         var woke = [String]()
         let guardTimer = UV.Timer(loop: loop)
         scheduler.onDue = { key, now in

@@ -94,11 +94,11 @@ private final class CountingStore: DurableStore {
     var stats: WriterStats { inner.stats }
     var textBytesWritten: Int { inner.textBytesWritten }
     var backendName: String { "counting" }
-    func loadChannels() throws -> [ChannelRecord] { try inner.loadChannels() }
-    func channel(named name: String) throws -> ChannelRecord? { try inner.channel(named: name) }
-    func history(channel: String, after: Int64, through: Int64, limit: Int) throws -> [EventRecord] {
+    func loadChannels() throws(StoreFailure) -> [ChannelRecord] { try inner.loadChannels() }
+    func channel(named name: String) throws(StoreFailure) -> ChannelRecord? { try inner.channel(named: name) }
+    func history(channel: String, after: Int64, through: Int64, limit: Int) throws(StoreFailure) -> [EventRecord] {
         try inner.history(channel: channel, after: after, through: through, limit: limit)
     }
-    func oldestRetainedSeq(channel: String) throws -> Int64? { try inner.oldestRetainedSeq(channel: channel) }
-    func meta(_ key: String) throws -> String? { try inner.meta(key) }
+    func oldestRetainedSeq(channel: String) throws(StoreFailure) -> Int64? { try inner.oldestRetainedSeq(channel: channel) }
+    func meta(_ key: String) throws(StoreFailure) -> String? { try inner.meta(key) }
 }

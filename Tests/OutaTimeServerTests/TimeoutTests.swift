@@ -2,22 +2,25 @@ import OutaTimeTestSupport
 import Foundation
 import OutaTimeProtocol
 import Testing
+@testable import OutaTimeServer
 
-/// Idle and hello timeouts, with short settings so the tests stay fast.
+/// Idle and hello timeouts: some with short settings, some with realistic
+/// ones passed by moving the server's clock forward
+/// (``ServerHandle/advanceClock(milliseconds:)``) instead of sleeping.
 @Suite("timeouts", .timeLimit(.minutes(3)))
 struct TimeoutTests {
-    @Test("a silent client gets bye idle_timeout and is closed after 2 × heartbeat")
+    @Test("a silent client gets bye idle_timeout and is closed after 2 × heartbeat, not before")
     func idleTimeout() throws {
-        try withTestServer({ $0.heartbeatMs = 200 }) { server in
+        try withTestServer({ $0.heartbeatMs = 30_000 }) { server in
             let client = try server.connectReady()
-            let silentSince = Date()
+            // Just short of 2 × 30 s of silence (the server's clock; the
+            // real time since hello only adds to it, far below a second).
+            #expect(server.handle.advanceClock(milliseconds: 58_000))
+            #expect(throws: (any Error).self, "closed before 2 × heartbeat") { try client.readFrame(timeout: 0.2) }
+            #expect(server.handle.advanceClock(milliseconds: 2_000))
             let bye = try client.readUntil(type: "bye", timeout: 5)
-            let waited = Date().timeIntervalSince(silentSince)
             #expect(bye["reason"] as? String == "idle_timeout")
-            // 2 × 200 ms counted from the server's receipt of hello, which is
-            // a little before silentSince: allow some slack below 0.4 s.
-            #expect(waited >= 0.3, "closed after \(waited) s, before 2 × heartbeat")
-            #expect(waited < 5)
+            #expect(server.handle.advanceClock(milliseconds: server.config.lingerMs + 1))
             #expect(client.expectClosed(), "still open after bye; seen: \(describe(client.transcript))")
             #expect(client.pushes.isEmpty, "unexpected frames: \(describe(client.pushes))")
         }
@@ -93,39 +96,52 @@ struct TimeoutTests {
         }
     }
 
-    @Test("a connection without hello gets bye hello_timeout and is closed")
+    @Test("a connection without hello gets bye hello_timeout and is closed, not before the timeout")
     func helloTimeout() throws {
-        try withTestServer({ $0.helloTimeoutMs = 300 }) { server in
+        try withTestServer({ $0.helloTimeoutMs = 10_000; $0.heartbeatMs = 600_000 }) { server in
             let client = try server.connect()
-            let start = Date()
+            // Answered `hello_required`: the server has the connection (its
+            // hello deadline runs from the accept).
+            try client.sendFrame(["type": "ping", "id": 1])
+            #expect(try client.readFrame().errorCode == .helloRequired)
+            #expect(server.handle.advanceClock(milliseconds: 9_000))
+            try client.sendFrame(["type": "ping", "id": 2])
+            #expect(try client.readFrame().errorCode == .helloRequired, "closed before the hello timeout")
+            #expect(server.handle.advanceClock(milliseconds: 1_000))
             let bye = try client.readUntil(type: "bye", timeout: 5)
             #expect(bye["reason"] as? String == "hello_timeout")
-            #expect(Date().timeIntervalSince(start) >= 0.25)
+            // The linger after a bye (waiting for the peer to close first)
+            // passes on the server's clock too.
+            #expect(server.handle.advanceClock(milliseconds: server.config.lingerMs + 1))
             #expect(client.expectClosed())
         }
     }
 
     @Test("requests before hello do not extend the hello deadline")
     func helloTimeoutDespiteTraffic() throws {
-        try withTestServer({ $0.helloTimeoutMs = 300; $0.heartbeatMs = 10_000 }) { server in
+        try withTestServer({ $0.helloTimeoutMs = 10_000; $0.heartbeatMs = 600_000 }) { server in
             let client = try server.connect()
             var bye: [String: Any]?
-            for _ in 0..<40 {
+            // A request every 2 s of the server's clock: the fifth advance
+            // reaches the 10 s deadline however busy the connection was.
+            for _ in 0..<8 {
                 try client.sendFrame(["type": "ping", "id": 1])
                 let frame = try client.readFrame()
                 if frame.type == "bye" { bye = frame; break }
                 #expect(frame.errorCode == .helloRequired)
-                usleep(50_000)
+                #expect(server.handle.advanceClock(milliseconds: 2_000))
             }
             #expect(bye?["reason"] as? String == "hello_timeout", "seen: \(describe(client.transcript))")
+            #expect(server.handle.advanceClock(milliseconds: server.config.lingerMs + 1))
+            #expect(client.expectClosed())
         }
     }
 
     @Test("hello in time cancels the hello timeout")
     func helloInTime() throws {
-        try withTestServer({ $0.helloTimeoutMs = 500; $0.heartbeatMs = 10_000 }) { server in
+        try withTestServer({ $0.helloTimeoutMs = 10_000; $0.heartbeatMs = 600_000 }) { server in
             let client = try server.connectReady()
-            usleep(800_000)
+            #expect(server.handle.advanceClock(milliseconds: 30_000))
             #expect(try client.request("ping").isOK)
             #expect(!client.pushes.contains { $0.type == "bye" }, "got: \(describe(client.pushes))")
         }

@@ -91,25 +91,25 @@ final class FlawedStore: DurableStore {
     var textBytesWritten: Int { inner.textBytesWritten }
     var backendName: String { "flawed" }
 
-    func loadChannels() throws -> [ChannelRecord] {
+    func loadChannels() throws(StoreFailure) -> [ChannelRecord] {
         let channels = try inner.loadChannels()
         return flaw == .loadsUnsorted ? channels.reversed() : channels
     }
 
-    func channel(named name: String) throws -> ChannelRecord? {
+    func channel(named name: String) throws(StoreFailure) -> ChannelRecord? {
         guard var record = try inner.channel(named: name) else { return nil }
         if flaw == .hidesStateSeq { record.stateSeq = record.seq }
         if flaw == .forgetsStateTime { record.stateAt = nil }
         return record
     }
 
-    func history(channel: String, after: Int64, through: Int64, limit: Int) throws -> [EventRecord] {
+    func history(channel: String, after: Int64, through: Int64, limit: Int) throws(StoreFailure) -> [EventRecord] {
         try inner.history(channel: channel, after: after, through: flaw == .ignoresThrough ? .max : through, limit: limit)
     }
 
-    func oldestRetainedSeq(channel: String) throws -> Int64? { try inner.oldestRetainedSeq(channel: channel) }
+    func oldestRetainedSeq(channel: String) throws(StoreFailure) -> Int64? { try inner.oldestRetainedSeq(channel: channel) }
 
-    func meta(_ key: String) throws -> String? { try inner.meta(key) }
+    func meta(_ key: String) throws(StoreFailure) -> String? { try inner.meta(key) }
 }
 
 /// A count shared across threads: opens made, closes called.

@@ -55,7 +55,7 @@ final class ChannelCommitter: Sendable {
         let entry = try nats { () throws(NATSError) in try snapshots.get(address.key) }
         guard let entry else { throw .refused(.unknownChannel(channel)) }
         let snapshot: SnapshotRecord
-        do { snapshot = try SnapshotRecord.decode(entry.value, key: address.key) } catch { throw StoreFailure(error) }
+        snapshot = try SnapshotRecord.decode(entry.value, key: address.key)
         var cursor = ChannelCursor(address: address, seq: snapshot.seq, streamSeq: snapshot.streamSeq,
                                    snapshotRevision: entry.revision, snapshotStateSeq: snapshot.stateSeq)
         // Only "no message" means "no events since": an outage throws (§2.4).

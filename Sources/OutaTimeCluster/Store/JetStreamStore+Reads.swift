@@ -4,15 +4,18 @@ import OutaTimeStore
 /// Reads: KV gets and direct gets by subject, on the caller's thread.
 extension JetStreamStore {
     /// Every channel with a snapshot, ordered by name.
-    public func loadChannels() throws -> [ChannelRecord] {
+    public func loadChannels() throws(StoreFailure) -> [ChannelRecord] {
         let committer = try reader
         let keys = try committer.nats { () throws(NATSError) in try committer.snapshots.keys() }
-        return try keys.compactMap(ChannelAddress.channel(fromKey:)).compactMap { try channel(named: $0) }
-            .sorted { $0.name < $1.name }
+        var records: [ChannelRecord] = []
+        for name in keys.compactMap(ChannelAddress.channel(fromKey:)) {
+            if let record = try channel(named: name) { records.append(record) }
+        }
+        return records.sorted { $0.name < $1.name }
     }
 
     /// Every channel's name, from the snapshot bucket's keys alone.
-    public func channelNames() throws -> [String] {
+    public func channelNames() throws(StoreFailure) -> [String] {
         let committer = try reader
         let keys = try committer.nats { () throws(NATSError) in try committer.snapshots.keys() }
         return keys.compactMap(ChannelAddress.channel(fromKey:))
@@ -20,7 +23,7 @@ extension JetStreamStore {
 
     /// One channel, or nil if it was never created (or was dropped): its
     /// snapshot, with the seq of its last event message.
-    public func channel(named name: String) throws -> ChannelRecord? {
+    public func channel(named name: String) throws(StoreFailure) -> ChannelRecord? {
         let committer = try reader
         let address = try committer.address(name)
         guard let (snapshot, _) = try snapshot(address, committer) else { return nil }
@@ -43,7 +46,7 @@ extension JetStreamStore {
     /// names may hold events after the state's seq (a state as of 64 stored
     /// with the message of events 64 and 65: starting after it lost event 65,
     /// found by `make cluster-trials`).
-    public func history(channel: String, after: Int64, through: Int64, limit: Int) throws -> [EventRecord] {
+    public func history(channel: String, after: Int64, through: Int64, limit: Int) throws(StoreFailure) -> [EventRecord] {
         guard limit > 0, through > after else { return [] }
         let committer = try reader
         let address = try committer.address(channel)
@@ -70,7 +73,7 @@ extension JetStreamStore {
     }
 
     /// The first event of the oldest message still kept, or nil when none.
-    public func oldestRetainedSeq(channel: String) throws -> Int64? {
+    public func oldestRetainedSeq(channel: String) throws(StoreFailure) -> Int64? {
         let committer = try reader
         let address = try committer.address(channel)
         let first = try committer.nats { () throws(NATSError) in
@@ -80,14 +83,14 @@ extension JetStreamStore {
     }
 
     /// One of the server's own values, or nil if never set.
-    public func meta(_ key: String) throws -> String? {
+    public func meta(_ key: String) throws(StoreFailure) -> String? {
         let committer = try reader
         return try committer.nats { () throws(NATSError) in
             try committer.metaBucket.get(JetStreamStoreNames.metaKey(key))
         }.map(\.text)
     }
 
-    private func snapshot(_ address: ChannelAddress, _ committer: ChannelCommitter) throws -> (SnapshotRecord, UInt64)? {
+    private func snapshot(_ address: ChannelAddress, _ committer: ChannelCommitter) throws(StoreFailure) -> (SnapshotRecord, UInt64)? {
         guard let entry = try committer.nats({ () throws(NATSError) in try committer.snapshots.get(address.key) }) else { return nil }
         return (try SnapshotRecord.decode(entry.value, key: address.key), entry.revision)
     }

@@ -199,7 +199,7 @@ public final class JetStreamStore: DurableStore {
     }
 
     var reader: ChannelCommitter {
-        get throws {
+        get throws(StoreFailure) {
             if closed.withLock({ $0 }) { throw StoreFailure.writerClosed }
             return committer
         }

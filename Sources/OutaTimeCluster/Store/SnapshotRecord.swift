@@ -22,7 +22,7 @@ struct SnapshotRecord: Codable, Sendable, Equatable {
         return Array((try? encoder.encode(self)) ?? Data())
     }
 
-    static func decode(_ bytes: [UInt8], key: String) throws -> SnapshotRecord {
+    static func decode(_ bytes: [UInt8], key: String) throws(StoreFailure) -> SnapshotRecord {
         do {
             return try JSONDecoder().decode(SnapshotRecord.self, from: Data(bytes))
         } catch {

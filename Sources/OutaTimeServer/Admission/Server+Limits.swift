@@ -74,7 +74,7 @@ extension Server {
             return false
         }
         tcp.onWriteError = { [unowned self] _ in self.endRefusal(key) }
-        lingeringRefusals[key] = (tcp, loop.now + UInt64(config.lingerMs))
+        lingeringRefusals[key] = (tcp, time.now + UInt64(config.lingerMs))
         tcp.shutdown { _ in }
         return true
     }
@@ -93,7 +93,7 @@ extension Server {
     /// once per 10 s with the totals, so a flood cannot flood the log.
     private func logRefusal(_ limit: ConnectionLimit, host: String?) {
         logger.debug("connection refused", metadata: ["limit": "\(limit.rawValue)", "peer": "\(host ?? "?")"])
-        let now = loop.now
+        let now = time.now
         guard now >= nextRefusalWarning else { return }
         nextRefusalWarning = now + 10_000
         logger.warning("refusing connections at a connection limit",
@@ -107,7 +107,7 @@ extension Server {
     /// closes what waits) is logged at most once per 10 s, naming how many
     /// were not: under a flood it fails once per loop iteration.
     func logAcceptFailure(_ error: UVError) {
-        guard let suppressed = acceptFailureLog.admit(now: loop.now) else { return }
+        guard let suppressed = acceptFailureLog.admit(now: time.now) else { return }
         logger.warning("accept failed", metadata: ["error": "\(error)", "not_logged_before": "\(suppressed)",
                                                    "accept_errors": "\(counters.acceptErrors)"])
     }

@@ -43,7 +43,7 @@ extension Server {
 
     /// Reads the PROXY header of a connection to `listener` from the trusted `proxy`.
     func awaitProxyHeader(on tcp: TCPStream, listener: ProxyHeaderWait.Listener, proxy: String) {
-        let wait = ProxyHeaderWait(tcp: tcp, listener: listener, proxy: proxy, acceptedAt: loop.now,
+        let wait = ProxyHeaderWait(tcp: tcp, listener: listener, proxy: proxy, acceptedAt: time.now,
                                    timeoutMs: config.helloTimeoutMs)
         let key = ObjectIdentifier(tcp)
         do {

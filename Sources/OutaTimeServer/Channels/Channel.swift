@@ -1,6 +1,7 @@
 import Foundation
 import OutaTimeDomain
 import OutaTimeProtocol
+import OutaTimeStore
 
 /// One channel on the loop thread: its state, its way to storage and its
 /// clock. The state's kind is opaque here: every rule comes from its
@@ -34,7 +35,10 @@ final class Channel {
     /// commit (the store was unreachable): the state may show events that
     /// were never stored, so it is reloaded before its next use
     /// (``Server/openChannel(_:for:)``). Nil when memory follows storage.
-    var reloadFailure: String?
+    /// Typed like every failure across the store boundary; a stored state
+    /// the kind cannot decode is a `.database` failure with the decoder's
+    /// message.
+    var reloadFailure: StoreFailure?
     /// The keyed commands remembered for their repeats (protocol §6.9).
     var commandKeys = CommandKeys()
 

@@ -17,7 +17,7 @@ extension Server {
                 name: name, state: try restoredState(record, kind: name.kind),
                 pipeline: CommitPipeline(storedSeq: record.seq, storedStateSeq: record.stateSeq))
             // Empty channels of an earlier run are forgotten like new ones.
-            if record.seq == 0 { idleCandidates[record.name] = loop.now }
+            if record.seq == 0 { idleCandidates[record.name] = time.now }
         }
         // The keyed commands of the kept events (protocol §6.9): one read
         // of a table holding at most `--history-limit` rows per channel.
@@ -106,7 +106,7 @@ extension Server {
             error = ProtocolError(.internal, "could not store the new channel \(channel.key): \(failure)")
         } else {
             channel.pipeline.created()
-            idleCandidates[channel.key] = loop.now
+            idleCandidates[channel.key] = time.now
             logger.debug("channel created", metadata: ["channel": "\(channel.key)"])
         }
         for session in channel.takeWaiters() { session.resume(failing: error) }
@@ -116,7 +116,7 @@ extension Server {
     /// Notes that `channel` may have become idle and empty (its last
     /// subscriber left): ``forgetIdleChannels(now:)`` checks it later.
     func noteMaybeIdle(_ channel: Channel) {
-        if channel.seq == 0 && idleCandidates[channel.key] == nil { idleCandidates[channel.key] = loop.now }
+        if channel.seq == 0 && idleCandidates[channel.key] == nil { idleCandidates[channel.key] = time.now }
     }
 
     /// Whether `channel` may be forgotten: durable, no event ever, nothing
@@ -192,7 +192,7 @@ extension Server {
             }
         } catch {
             logger.error("reloading a channel failed", metadata: ["channel": "\(channel.key)", "error": "\(error)"])
-            channel.reloadFailure = "\(error)"
+            channel.reloadFailure = StoreFailure(error)
         }
         return nil
     }

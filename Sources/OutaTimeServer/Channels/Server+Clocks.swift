@@ -21,7 +21,7 @@ extension Server {
         var wake = plan.nextChange.map(loopDeadline(for:))
         if let series = plan.ticks {
             if channel.ticks == nil, startingTicks {
-                channel.ticks = TickProgress(base: series.anchor.map(loopDeadline(for:)) ?? loop.now)
+                channel.ticks = TickProgress(base: series.anchor.map(loopDeadline(for:)) ?? time.now)
             }
             if let progress = channel.ticks {
                 let next = progress.due(progress.done + 1, every: series.intervalMs)
@@ -63,7 +63,7 @@ extension Server {
     private func playTick(of channel: Channel, due: UInt64) {
         let outcome = channel.state.tick(at: clock.date(atLoopMilliseconds: due))
         if let push = outcome.push {
-            let now = Loop.hrtime / 1_000_000
+            let now = time.hrtime / 1_000_000
             let lateness = now > due ? now - due : 0
             counters.countTick(latenessMs: lateness)
             channel.tickLateness.record(latenessMs: lateness, at: now, windowMs: UInt64(config.slowChannelWindowMs))

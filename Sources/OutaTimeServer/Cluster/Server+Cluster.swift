@@ -146,7 +146,7 @@ extension Server {
                 // Not stored, and not to be created (a `watch` read): gone
                 // again, and the waiting requests read the stand-in.
                 self.channels[key] = nil
-                if !loading.create { cluster.absent[key] = self.loop.now }
+                if !loading.create { cluster.absent[key] = self.time.now }
                 for session in placeholder.takeWaiters() { session.resume(failing: refusal) }
                 for callback in placeholder.takeSettleCallbacks() { callback(refusal) }
             case .failure(let failure):
@@ -196,7 +196,7 @@ extension Server {
         let time = clock.now
         commitSystemEvents(channel.state.recoverAfterRestart(at: time, aliveUntil: time), on: channel)
         replanClock(channel)
-        if record.seq == 0 { idleCandidates[record.name] = loop.now }
+        if record.seq == 0 { idleCandidates[record.name] = self.time.now }
         for session in channel.takeWaiters() { session.resume() }
         for callback in channel.takeSettleCallbacks() { callback(nil) }
     }

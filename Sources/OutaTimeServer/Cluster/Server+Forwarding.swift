@@ -47,7 +47,7 @@ extension Server {
         }
         let header = ForwardedRequest(op: operation, session: session.id, name: session.displayName, role: session.role)
         send(ForwardWait(session: session, slot: session.reserveReply(), id: request.id, op: operation, channel: key,
-                         owner: owner, payload: header.encoded(with: .object(request.fields)), since: loop.now), cluster)
+                         owner: owner, payload: header.encoded(with: .object(request.fields)), since: time.now), cluster)
         return .pending
     }
 
@@ -55,7 +55,7 @@ extension Server {
         cluster.nextTicket += 1
         cluster.forwards[cluster.nextTicket] = wait
         cluster.counters.forwarded += 1
-        let left = Int(config.clusterForwardTimeoutMs) - Int(loop.now - wait.since)
+        let left = Int(config.clusterForwardTimeoutMs) - Int(time.now - wait.since)
         cluster.fabric.send(wait.payload, to: wait.owner, ticket: cluster.nextTicket, timeoutMs: max(100, left))
     }
 
@@ -66,7 +66,7 @@ extension Server {
     /// go, or no process served it: it died) for another try once the
     /// slot table has moved on; false when its time is up.
     private func retryLater(_ wait: ForwardWait, _ cluster: ClusterNode) -> Bool {
-        guard loop.now + Self.forwardRetryMs < wait.since + UInt64(config.clusterForwardTimeoutMs) else { return false }
+        guard time.now + Self.forwardRetryMs < wait.since + UInt64(config.clusterForwardTimeoutMs) else { return false }
         cluster.retries.append(wait)
         if cluster.retryTimer == nil { cluster.retryTimer = UV.Timer(loop: loop) }
         cluster.retryTimer?.start(timeoutMs: Self.forwardRetryMs) { [unowned self] in self.sendRetries() }
@@ -108,7 +108,7 @@ extension Server {
             guard let key = cluster.rejoins.removeValue(forKey: ticket) else { return }
             logger.debug("cluster: rejoin answered", metadata: ["channel": "\(key)", "result": "\((try? result.get()).map { String(decoding: $0.prefix(80), as: UTF8.self) } ?? "failed")"])
             if case .success(let payload) = result, rejoined(payload, cluster) { return }
-            if let relay = cluster.relays[key], relay.rejoinAt == nil { relay.rejoinAt = loop.now + Self.rejoinRetryMs }
+            if let relay = cluster.relays[key], relay.rejoinAt == nil { relay.rejoinAt = time.now + Self.rejoinRetryMs }
             return
         }
         let session = wait.session
@@ -241,7 +241,7 @@ extension Server {
 
     /// Runs `work` once the relay has given its subscribers the event `seq`.
     func hold(_ relay: RelayedChannel, until seq: Int64, _ work: @escaping () -> Void) {
-        relay.held.append((seq, loop.now, work))
+        relay.held.append((seq, time.now, work))
     }
 
     /// A relay with no local subscriber and nothing in flight ends.

@@ -96,7 +96,7 @@ extension Server {
             stream = .tcp(tcp)
         }
         nextHTTPSerial += 1
-        let connection = HTTPConnection(serial: nextHTTPSerial, stream: stream, peerHost: host, now: loop.now)
+        let connection = HTTPConnection(serial: nextHTTPSerial, stream: stream, peerHost: host, now: time.now)
         httpConnections[connection.serial] = connection
         stream.onWriteError = { [unowned self, unowned connection] _ in self.dropHTTP(connection) }
         if let host {
@@ -141,7 +141,7 @@ extension Server {
     }
 
     private func receivedHTTP(_ bytes: UnsafeRawBufferPointer, on connection: HTTPConnection) {
-        connection.receive(bytes, now: loop.now)
+        connection.receive(bytes, now: time.now)
         answerHTTP(connection)
     }
 
@@ -181,7 +181,7 @@ extension Server {
                 let response = route(head)
                 let keepAlive = head.keepsAlive && phase.acceptsHTTP && response.keepsAlive
                 connection.send(response.bytes(keepAlive: keepAlive, headOnly: head.method == .head))
-                connection.answered(at: loop.now)
+                connection.answered(at: time.now)
                 if !keepAlive { return closeHTTP(connection) }
             case .refused(let refusal):
                 counters.httpRefusedHeads += 1
@@ -290,7 +290,7 @@ extension Server {
     }
 
     func closeHTTP(_ connection: HTTPConnection) {
-        connection.closeAfterWriting(deadline: loop.now + UInt64(config.lingerMs)) { [unowned self] in
+        connection.closeAfterWriting(deadline: time.now + UInt64(config.lingerMs)) { [unowned self] in
             self.httpConnectionClosed(connection)
         }
     }

@@ -12,7 +12,7 @@ extension Server {
     /// client gave (quoted by the log handler) and why, never the token;
     /// rate-limited (``failedHelloLog``) so that guessing cannot flood the log.
     func logFailedHello(on session: Connection, problem: String, client: String?, name: String?) {
-        guard let dropped = failedHelloLog.admit(now: loop.now) else { return }
+        guard let dropped = failedHelloLog.admit(now: time.now) else { return }
         var metadata: Logger.Metadata = [
             "conn.id": "\(session.id)", "peer": "\(session.peerHost ?? "-")", "problem": "\(problem)",
         ]

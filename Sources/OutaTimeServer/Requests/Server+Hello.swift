@@ -28,7 +28,7 @@ extension Server {
         // matches (TokenTable.match). The delay is decided before the
         // check (HelloThrottle: both outcomes wait alike once throttled).
         let presented = token.map(PresentedToken.init)
-        let now = loop.now
+        let now = time.now
         let failures = throttle.failures(address: session.peerHost, token: presented?.digest, now: now)
         let subject = token == nil ? verifiedCertificateSubject(of: session) : nil
         let entry = if let presented { tokens.match(presented) }

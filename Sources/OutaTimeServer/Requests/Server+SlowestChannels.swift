@@ -27,7 +27,7 @@ extension Server {
     /// by `/metrics`, which names no channel). Scoped like `list`, so a
     /// scoped token learns nothing of channels outside its scope.
     func slowestChannels(in scope: ChannelScope) -> [SlowChannel] {
-        let now = Loop.hrtime / 1_000_000
+        let now = time.hrtime / 1_000_000
         let windowMs = UInt64(config.slowChannelWindowMs)
         var worst: [SlowChannel] = []
         worst.reserveCapacity(Self.slowestChannelsShown + 1)

@@ -5,17 +5,25 @@ import UV
 /// The server's domain clock: wall time read once at start, advanced by the
 /// monotonic clock. Countdowns and stopwatches never jump when the system
 /// clock is set, and domain times agree with the scheduler's deadlines.
+///
+/// It shares its offset with the ``ServerClock``: a test that moves the
+/// server's time forward moves the domain's with it, so loop deadlines
+/// (``loopMilliseconds(for:)``, in the server clock's milliseconds) and
+/// domain times stay one clock.
 struct MonotonicClock: DomainClock {
     private let wallAtStart: Date
     private let monotonicAtStart: UInt64
+    private let offset: ClockOffset
 
-    init() {
+    init(offset: ClockOffset = ClockOffset()) {
         wallAtStart = Date()
         monotonicAtStart = Loop.hrtime
+        self.offset = offset
     }
 
     var now: Date {
-        wallAtStart.addingTimeInterval(Double(Loop.hrtime - monotonicAtStart) / 1e9)
+        let elapsed = Loop.hrtime &+ offset.milliseconds &* 1_000_000 &- monotonicAtStart
+        return wallAtStart.addingTimeInterval(Double(elapsed) / 1e9)
     }
 
     /// The domain time at loop time `milliseconds` (inverse of

@@ -1,20 +1,28 @@
 import UV
 
 /// Every timed wake-up of the server on ONE libuv timer: channels register
-/// their next deadline (loop milliseconds) under a key; the timer is armed
+/// their next deadline (``ServerClock`` milliseconds) under a key; the timer is armed
 /// for the earliest one. Deadlines are absolute, so a late callback never
 /// shifts later ones (no drift from counting callbacks).
 final class Scheduler<Key: Hashable> {
     private var heap = DeadlineHeap<Key>()
     private let timer: UV.Timer
-    private let loop: Loop
+    private let clock: ServerClock
     private var armedFor: UInt64?
-    /// Runs for each due key, in deadline order, with the loop's time.
+    /// Runs for each due key, in deadline order, with the server's time.
     var onDue: ((Key, UInt64) -> Void)?
 
-    init(loop: Loop) {
-        self.loop = loop
+    /// A scheduler on `loop`; deadlines are in `clock`'s milliseconds.
+    init(loop: Loop, clock: ServerClock) {
+        self.clock = clock
         self.timer = UV.Timer(loop: loop)
+    }
+
+    /// Runs what is due now: after the clock moved forward
+    /// (``ServerClock/advance(milliseconds:)``), before the timer would.
+    func catchUp() {
+        guard !timer.isClosing else { return }
+        fire()
     }
 
     /// Number of keys with a pending deadline.
@@ -43,7 +51,7 @@ final class Scheduler<Key: Hashable> {
         guard !timer.isClosing, let next = heap.earliest() else { return }
         if let armedFor, armedFor <= next { return }
         armedFor = next
-        let now = loop.now
+        let now = clock.now
         timer.start(timeoutMs: next > now ? next - now : 0) { [unowned self] in self.fire() }
     }
 
@@ -57,8 +65,8 @@ final class Scheduler<Key: Hashable> {
         armedFor = nil
         // uv_now is cached per iteration; refresh so work done in callbacks
         // does not make later deadlines look due early or late.
-        loop.updateTime()
-        let now = loop.now
+        clock.refresh()
+        let now = clock.now
         while let key = heap.popDue(now: now) {
             onDue?(key, now)
         }

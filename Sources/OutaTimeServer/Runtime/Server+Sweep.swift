@@ -6,7 +6,7 @@ extension Server {
     /// Periodic checks: hello and idle timeouts, linger expiry, shutdown progress.
     func sweep() {
         assertOnLoopThread()
-        let now = loop.now
+        let now = time.now
         for connection in Array(connections.values) {
             connection.checkDeadlines(now: now, helloAnsweredLater: slowedHellos[connection.serial] != nil)
         }
@@ -19,11 +19,26 @@ extension Server {
         if case .draining = phase { checkDrained() }
     }
 
+    /// Moves the server's time `milliseconds` forward (the test seam of
+    /// ``ServerClock``) and acts at once on what fell due: the sweep's
+    /// deadlines (hello and idle timeouts, linger, idle channels, …) and
+    /// the schedulers' wake-ups (channel clocks, request-rate windows,
+    /// slowed `hello` answers); then flushes what that queued.
+    func advanceClock(milliseconds: UInt64) {
+        assertOnLoopThread()
+        time.advance(milliseconds: milliseconds)
+        sweep()
+        scheduler.catchUp()
+        rateWakeups.catchUp()
+        helloDelays.catchUp()
+        actOnReports()
+    }
+
     /// SIGINT/SIGTERM: stop accepting and reading, let pending commits finish,
     /// then `bye server_shutdown` to everyone, flush and stop.
     func beginShutdown() {
         guard case .running = phase else { return }
-        transition(to: .draining(deadline: loop.now + UInt64(config.shutdownTimeoutMs)))
+        transition(to: .draining(deadline: time.now + UInt64(config.shutdownTimeoutMs)))
         logger.notice("shutting down", metadata: ["connections": "\(connections.count)", "pending_writes": "\(pendingWrites.count)"])
         listener?.close()
         tlsListener?.close()
@@ -35,8 +50,8 @@ extension Server {
 
     func checkDrained() {
         guard case .draining(let deadline) = phase else { return }
-        loop.updateTime()
-        let overdue = loop.now >= deadline
+        time.refresh()
+        let overdue = time.now >= deadline
         submitOpenBatches()
         if !pendingWrites.isEmpty && !overdue { return }
         for connection in Array(connections.values) { connection.close(bye: .serverShutdown) }

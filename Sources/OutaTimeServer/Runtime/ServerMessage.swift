@@ -21,6 +21,9 @@ enum ServerMessage: Sendable {
     /// ``ServerHandle/blockLoop(milliseconds:started:)`` (tests): say the
     /// loop is blocked (if asked), keep it busy this long, then say so.
     case blockLoop(milliseconds: Int, started: OneShot<Void>?, OneShot<Void>)
+    /// ``ServerHandle/advanceClock(milliseconds:)`` (tests): move the
+    /// server's time forward, act on what fell due, then say so.
+    case advanceClock(milliseconds: UInt64, OneShot<Void>)
     /// Cluster mode: what the fabric learnt (``ClusterFabric``).
     case cluster(ClusterFabricEvent)
 }

@@ -69,7 +69,7 @@ extension Server {
         guard let purpose = pendingWrites.removeValue(forKey: commit.ticket) else { return }
         if let failure = commit.error {
             logger.error("store write failed", metadata: ["ticket": "\(commit.ticket)", "error": "\(failure)"])
-            storeFailure = "\(failure)"
+            storeFailure = failure
             storeFailureReconnects = store.status.link?.reconnects ?? 0
         } else {
             storeFailure = nil

@@ -69,36 +69,36 @@ public protocol DurableStore: AnyObject, Sendable {
     var status: StoreStatus { get }
 
     /// Every channel this backend holds, ordered by name.
-    func loadChannels() throws -> [ChannelRecord]
+    func loadChannels() throws(StoreFailure) -> [ChannelRecord]
 
     /// One channel, or nil if it was never created.
-    func channel(named name: String) throws -> ChannelRecord?
+    func channel(named name: String) throws(StoreFailure) -> ChannelRecord?
 
     /// The names of every channel this backend holds, in no set order:
     /// cheaper than ``loadChannels()`` where a backend can list names alone
     /// (cluster mode reads each channel of a gained slot on its own, so one
     /// unreadable channel does not hold the others back).
-    func channelNames() throws -> [String]
+    func channelNames() throws(StoreFailure) -> [String]
 
     /// Up to `limit` events of `channel` with seq in `after + 1 ... through`,
     /// oldest first.
-    func history(channel: String, after: Int64, through: Int64, limit: Int) throws -> [EventRecord]
+    func history(channel: String, after: Int64, through: Int64, limit: Int) throws(StoreFailure) -> [EventRecord]
 
     /// The seq of the oldest event still kept for `channel`, or nil when it
     /// has none.
-    func oldestRetainedSeq(channel: String) throws -> Int64?
+    func oldestRetainedSeq(channel: String) throws(StoreFailure) -> Int64?
 
     /// One of the server's own values (``StoreWrite/setMeta(key:value:)``),
     /// or nil if it was never set.
-    func meta(_ key: String) throws -> String?
+    func meta(_ key: String) throws(StoreFailure) -> String?
 
     /// The keyed commands (``EventRecord/command``) of `channel`'s events
     /// with seq above `after`, oldest first. A backend that does not keep
     /// them returns none (the default).
-    func commandKeys(channel: String, after: Int64) throws -> [StoredCommandKey]
+    func commandKeys(channel: String, after: Int64) throws(StoreFailure) -> [StoredCommandKey]
 
     /// Every channel's keyed commands, by channel and seq (read at start).
-    func allCommandKeys() throws -> [StoredCommandKey]
+    func allCommandKeys() throws(StoreFailure) -> [StoredCommandKey]
 }
 
 extension DurableStore {
@@ -106,11 +106,11 @@ extension DurableStore {
     public var status: StoreStatus { StoreStatus(backend: backendName) }
 
     /// None: a backend that does not keep keyed commands.
-    public func commandKeys(channel: String, after: Int64) throws -> [StoredCommandKey] { [] }
+    public func commandKeys(channel: String, after: Int64) throws(StoreFailure) -> [StoredCommandKey] { [] }
 
     /// None: a backend that does not keep keyed commands.
-    public func allCommandKeys() throws -> [StoredCommandKey] { [] }
+    public func allCommandKeys() throws(StoreFailure) -> [StoredCommandKey] { [] }
 
     /// From ``loadChannels()``, for backends without a cheaper listing.
-    public func channelNames() throws -> [String] { try loadChannels().map(\.name) }
+    public func channelNames() throws(StoreFailure) -> [String] { try loadChannels().map(\.name) }
 }

@@ -91,37 +91,37 @@ public final class SQLiteStore: DurableStore {
     // MARK: Reads
 
     /// Every channel, ordered by name (``Store/loadChannels()``).
-    public func loadChannels() throws -> [ChannelRecord] {
-        try database.loadChannels()
+    public func loadChannels() throws(StoreFailure) -> [ChannelRecord] {
+        try StoreFailure.mapping { try database.loadChannels() }
     }
 
     /// One channel, or nil (``Store/channel(named:)``).
-    public func channel(named name: String) throws -> ChannelRecord? {
-        try database.channel(named: name)
+    public func channel(named name: String) throws(StoreFailure) -> ChannelRecord? {
+        try StoreFailure.mapping { try database.channel(named: name) }
     }
 
     /// A page of `channel`'s log (``Store/history(channel:after:through:limit:)``).
-    public func history(channel: String, after: Int64, through: Int64, limit: Int) throws -> [EventRecord] {
-        try database.history(channel: channel, after: after, through: through, limit: limit)
+    public func history(channel: String, after: Int64, through: Int64, limit: Int) throws(StoreFailure) -> [EventRecord] {
+        try StoreFailure.mapping { try database.history(channel: channel, after: after, through: through, limit: limit) }
     }
 
     /// The oldest seq kept (``Store/oldestRetainedSeq(channel:)``).
-    public func oldestRetainedSeq(channel: String) throws -> Int64? {
-        try database.oldestRetainedSeq(channel: channel)
+    public func oldestRetainedSeq(channel: String) throws(StoreFailure) -> Int64? {
+        try StoreFailure.mapping { try database.oldestRetainedSeq(channel: channel) }
     }
 
     /// A channel's keyed commands (``Store/commandKeys(channel:after:)``).
-    public func commandKeys(channel: String, after: Int64) throws -> [StoredCommandKey] {
-        try database.commandKeys(channel: channel, after: after)
+    public func commandKeys(channel: String, after: Int64) throws(StoreFailure) -> [StoredCommandKey] {
+        try StoreFailure.mapping { try database.commandKeys(channel: channel, after: after) }
     }
 
     /// Every channel's keyed commands (``Store/allCommandKeys()``).
-    public func allCommandKeys() throws -> [StoredCommandKey] {
-        try database.allCommandKeys()
+    public func allCommandKeys() throws(StoreFailure) -> [StoredCommandKey] {
+        try StoreFailure.mapping { try database.allCommandKeys() }
     }
 
     /// One of the server's own values (``Store/meta(_:)``).
-    public func meta(_ key: String) throws -> String? {
-        try database.meta(key)
+    public func meta(_ key: String) throws(StoreFailure) -> String? {
+        try StoreFailure.mapping { try database.meta(key) }
     }
 }

@@ -51,10 +51,24 @@ public enum StoreFailure: Error, Sendable, Equatable, CustomStringConvertible {
     /// Classifies an error thrown while applying a write.
     public init(_ error: any Error) {
         switch error {
+        case let failure as StoreFailure: self = failure
         case let refused as StoreError: self = .refused(refused)
         case let database as DatabaseError:
             self = .database(code: database.resultCode.primaryResultCode.rawValue, message: "\(database)")
         default: self = .database(code: 0, message: "\(error)")
+        }
+    }
+
+    /// Runs `body` and throws what it throws as a ``StoreFailure``
+    /// (``init(_:)``): how an implementation of ``DurableStore`` maps the
+    /// errors of its database or link into the store boundary's one type.
+    public static func mapping<T>(_ body: () throws -> T) throws(StoreFailure) -> T {
+        do {
+            return try body()
+        } catch let failure as StoreFailure {
+            throw failure
+        } catch {
+            throw StoreFailure(error)
         }
     }
 
