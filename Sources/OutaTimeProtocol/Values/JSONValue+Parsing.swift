@@ -172,7 +172,7 @@ struct JSONReader {
             guard current == UInt8(ascii: ":") else { throw fail("expected ':' after an object key") }
             index += 1
             skipWhitespace()
-            add(&sink, key, try readValue())
+            add(&sink, key, key == "type" ? try readTypeValue() : try readValue())
             skipWhitespace()
             switch current {
             case UInt8(ascii: ","):
@@ -246,6 +246,36 @@ struct JSONReader {
             }
         }
         return try readString()
+    }
+
+    /// The value of a `type` member: the operations of the contract (§3)
+    /// come back as literals when written plainly, as ``readKey()`` does
+    /// for keys; anything else is read as ``readValue()`` reads it.
+    private mutating func readTypeValue() throws(JSONReadError) -> JSONValue {
+        let start = index + 1
+        if current == UInt8(ascii: "\""), let base = bytes.baseAddress, start < bytes.count {
+            @inline(__always) func plain(_ word: StaticString) -> Bool {
+                let count = word.utf8CodeUnitCount
+                guard start + count < bytes.count, bytes[start + count] == UInt8(ascii: "\"") else { return false }
+                return memcmp(base + start, word.utf8Start, count) == 0
+            }
+            let known: String?
+            switch bytes[start] {
+            case UInt8(ascii: "p"): known = plain("publish") ? "publish" : plain("ping") ? "ping" : nil
+            case UInt8(ascii: "c"): known = plain("command") ? "command" : nil
+            case UInt8(ascii: "s"): known = plain("subscribe") ? "subscribe" : plain("stats") ? "stats" : nil
+            case UInt8(ascii: "u"): known = plain("unsubscribe") ? "unsubscribe" : nil
+            case UInt8(ascii: "g"): known = plain("get") ? "get" : nil
+            case UInt8(ascii: "h"): known = plain("history") ? "history" : plain("hello") ? "hello" : nil
+            case UInt8(ascii: "l"): known = plain("list") ? "list" : nil
+            default: known = nil
+            }
+            if let known {
+                index = start + known.utf8.count + 1
+                return .string(known)
+            }
+        }
+        return try readValue()
     }
 
     /// A string from its opening quote; plain runs are copied as they are,
