@@ -211,6 +211,28 @@ struct JSONWritableTests {
         // Nested: a writable inside a Codable array inside a writable.
         try expectSameJSONBothWays(ReplyOK(id: .int(3), result: [ReplyOK(id: .int(4), result: data)]))
     }
+
+    @Test("a message push, written in runs, is byte for byte its Codable form for any data, alone and nested")
+    func messagePushRuns() throws {
+        var generator = SeededGenerator(seed: 28)
+        let doc = Watcher(session: "s-\"1\"\u{7}", name: "Dr. Émmett \\ \"Doc\" Brown 🚗\n")
+        var values: [JSONValue] = [
+            .null, .bool(false), .int(-42), .double(0.25), .string(""), .string("a \"quoted\" \\ é 🚗 \u{2028}\u{0}"),
+            .array([.int(1), .array([]), .object([:])]),
+            .object(["z": .int(1), "a": .object(["nested": .array([.string("x"), .null])])]),
+        ]
+        for _ in 0..<60 { values.append(JSONValue.random(depth: 3, using: &generator)) }
+        for data in values {
+            let push = MessagePush(channel: "starport/bench", from: doc, data: data)
+            try expectSameJSONBothWays(push)
+            // Inside other containers the members' commas and the closing
+            // brace still come where the Codable form puts them.
+            try expectSameJSONBothWays(ReplyOK(id: .int(5), result: [push, push]))
+            let reusable = ReusableMessageEncoder()
+            let framed = try reusable.frame(writing: push).withUnsafeBytes { Array($0) }
+            #expect(framed == (try MessageEncoder().frame(ViaCodable(value: push)).withUnsafeBytes { Array($0) }))
+        }
+    }
 }
 
 @Suite("ReusableMessageEncoder")

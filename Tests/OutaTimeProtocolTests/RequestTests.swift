@@ -30,6 +30,48 @@ func parseError(_ bytes: [UInt8]) -> RequestParseError? {
 
 @Suite("Request.parse")
 struct RequestTests {
+    @Test("the envelope's keys and type, read as literals when plain, give the members Foundation's decoder reads", arguments: [
+        #"{"typ\u0065":"ping","\u0069d":3,"ch\u0061nnel":"a/b"}"#,
+        #"{"type":"publish","channel":"starport/x","data":{"type":"x","id":[1,{"data":"\"q\" \\ \u00e9"}],"args":-1.5,"action":"é🚗"}}"#,
+        #"{"types":"a","type":"ping","i":1,"idx":2,"channels":3,"datum":4,"arg":5,"actions":6,"":7,"t":8,"d":9}"#,
+        #"{"type":"ping","data":[2,[3,{"id":null}]],"args":{"args":{}}}"#,
+        "{ \"type\" : \"ping\" ,\t\"id\"\t:\r\n1 , \"action\":true }",
+        #"{"type":"publis","id":1}"#,
+        #"{"type":"publish\u0020","channel":"x/y"}"#,
+        #"{"type":"pub\u006cish","data":{"type":"command","x":{"type":"pings"}}}"#,
+        #"{"id":"subscribe","type":"unsubscribe","data":"get"}"#,
+        #"{"tÿpe":1,"type":"ping","dätä":"ü","data":"\ud83d\ude97"}"#,
+    ])
+    func envelopeKeys(text: String) throws {
+        let request = try parse(text)
+        guard case .object(let expected) = try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)) else {
+            Issue.record("not an object: \(text)")
+            return
+        }
+        #expect(request.fields == expected)
+        #expect(request.type == expected["type"].flatMap { if case .string(let type) = $0 { type } else { nil } })
+    }
+
+    @Test("a body cut off in or after an envelope key is bad_json with the reader's position and reason", arguments: [
+        (#"{"type"#, "unterminated string at byte 6"),
+        (#"{"type""#, "expected ':' after an object key at byte 7"),
+        (#"{"channel":"#, "expected a value, found the end of the text at byte 11"),
+        (#"{"id"#, "unterminated string at byte 4"),
+        (#"{"data"x"#, "expected ':' after an object key at byte 7"),
+        (#"{"type":"ping","args"}"#, "expected ':' after an object key at byte 21"),
+        (#"{"type":"publish"#, "unterminated string at byte 16"),
+        (#"{"type":"publish""#, "expected ',' or '}' in an object at byte 17"),
+        (#"{"type":"publish"]"#, "expected ',' or '}' in an object at byte 17"),
+    ])
+    func cutEnvelope(text: String, reason: String) {
+        guard case .badJSON(let error)? = parseError(text) else {
+            Issue.record("expected badJSON for \(text)")
+            return
+        }
+        #expect(error.code == .badJSON)
+        #expect(error.message == "frame body of \(text.utf8.count) bytes is not valid UTF-8 JSON (\(reason)); it starts with '\(text)'")
+    }
+
     @Test("a valid request keeps type, id and every field")
     func valid() throws {
         let request = try parse(#"{"type":"subscribe","id":7,"channel":"delorean/main","future":[1,2]}"#)

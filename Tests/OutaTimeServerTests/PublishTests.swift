@@ -117,6 +117,32 @@ struct PublishTests {
         }
     }
 
+    @Test("a channel emptied and subscribed again between publishes delivers to its new subscribers only")
+    func channelEmptiedAndRefilled() throws {
+        try withTestServer { server in
+            let publisher = try server.connectReady(name: "Doc")
+            let first = try server.connectReady()
+            try first.call("subscribe", ["channel": Self.channel])
+            #expect(try publisher.call("publish", ["channel": Self.channel, "data": 1])[int: "delivered"] == 1)
+            // The last channel looked up is remembered; its list goes with
+            // its last subscriber, and a new one is made for the next.
+            try first.call("unsubscribe", ["channel": Self.channel])
+            #expect(try publisher.call("publish", ["channel": Self.channel, "data": 2])[int: "delivered"] == 0)
+            let second = try server.connectReady()
+            try second.call("subscribe", ["channel": Self.channel])
+            #expect(try publisher.call("publish", ["channel": Self.channel, "data": 3])[int: "delivered"] == 1)
+            #expect(try second.readUntil(type: "message")[int: "data"] == 3)
+            // Another channel in between, then the first one again.
+            #expect(try publisher.call("publish", ["channel": "timers/other", "data": 4])[int: "delivered"] == 0)
+            try second.call("unsubscribe", ["channel": Self.channel])
+            let third = try server.connectReady()
+            try third.call("subscribe", ["channel": Self.channel])
+            #expect(try publisher.call("publish", ["channel": Self.channel, "data": 5])[int: "delivered"] == 1)
+            #expect(try third.readUntil(type: "message")[int: "data"] == 5)
+            #expect(first.pushes.allSatisfy { $0.type != "message" || $0[int: "data"] == 1 }, "got: \(describe(first.pushes))")
+        }
+    }
+
     @Test("a subscriber that never reads loses messages with a count, not its connection; the others keep getting served")
     func slowSubscriber() throws {
         try withTestServer({ $0.outputLimitBytes = 256 << 10 }) { server in

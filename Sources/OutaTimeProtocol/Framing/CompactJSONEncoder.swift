@@ -421,6 +421,14 @@ final class JSONByteWriter: @unchecked Sendable {
         state.pointee.bytes.append(UInt8(ascii: ":"))
     }
 
+    /// Starts `count` members of the object at `depth` that the caller
+    /// writes whole, keys included (``JSONFields/writeMessageMembers(channel:from:data:)``).
+    func beginRawMembers(count: Int, depth: Int) {
+        closeContainers(deeperThan: depth)
+        if state.pointee.open[depth - 1].count > 0 { state.pointee.bytes.append(UInt8(ascii: ",")) }
+        state.pointee.open[depth - 1].count += count
+    }
+
     /// Starts the next element of the array at `depth`.
     func beginElement(depth: Int) {
         closeContainers(deeperThan: depth)

@@ -148,12 +148,11 @@ public struct MessagePush: Encodable, Sendable, Hashable, JSONWritable {
         try container.encode(data, forKey: .data)
     }
 
-    /// The fields of `encode(to:)`, written directly.
+    /// The fields of `encode(to:)`, written directly: the constant parts
+    /// as one run of bytes each, without a member's container bookkeeping
+    /// (one push is encoded per `publish`: issue 28).
     public func writeFields(to fields: inout JSONFields) throws {
-        fields.write("type", Self.wireType)
-        fields.write("channel", channel)
-        try fields.write("from", from)
-        try fields.write("data", data)
+        try fields.writeMessageMembers(channel: channel, from: from, data: data)
     }
 }
 

@@ -30,7 +30,7 @@ public struct Request: Sendable {
     /// its last value. Requests have a handful of members, each read once
     /// or twice: a linear search beats hashing them into a dictionary
     /// (docs/BENCHMARKS.md, "Replies written directly").
-    private let members: [(key: String, value: JSONValue)]
+    private let members: [JSONMember]
 
     /// The value of member `key`, the last one if repeated; nil when absent.
     public func member(_ key: String) -> JSONValue? {
@@ -49,7 +49,7 @@ public struct Request: Sendable {
         }
         self.type = type
         self.id = id
-        self.members = fields.map { ($0.key, $0.value) }
+        self.members = fields.map { JSONMember(key: $0.key, value: $0.value) }
     }
 
     /// Parses a frame body.
@@ -63,7 +63,7 @@ public struct Request: Sendable {
     ///   most 64 characters, and with the valid id when `type` is missing or
     ///   not a string.
     public static func parse(_ body: UnsafeRawBufferPointer) throws(RequestParseError) -> Request {
-        let members: [(key: String, value: JSONValue)]
+        let members: [JSONMember]
         do {
             var reader = JSONReader(body)
             if let object = try reader.readTopLevelMembers() {
@@ -119,7 +119,7 @@ public struct Request: Sendable {
     }
 
     /// Keeps the parsed object as it is.
-    private init(parsedType type: String, id: RequestID?, members: [(key: String, value: JSONValue)]) {
+    private init(parsedType type: String, id: RequestID?, members: [JSONMember]) {
         self.type = type
         self.id = id
         self.members = members

@@ -57,6 +57,14 @@ public struct JSONReadError: Error, Sendable, Equatable, CustomStringConvertible
 /// Strict where Foundation is lenient: no trailing commas, no comments, no
 /// lone surrogate escapes, no non-finite numbers (`1e400`), at most 512
 /// levels of nesting. Duplicate keys: the last one wins.
+/// One member of a request object as sent. A struct, not a tuple: an array
+/// of tuples is destroyed element by element through the tuple's generic
+/// value witness, one such array per request (callgrind, issue 28).
+struct JSONMember {
+    let key: String
+    let value: JSONValue
+}
+
 struct JSONReader {
     static let maxDepth = 512
 
@@ -133,12 +141,12 @@ struct JSONReader {
     /// start with `{`. A request is such an
     /// object: a handful of members read once each, which a short array
     /// serves without hashing every key twice (docs/BENCHMARKS.md).
-    mutating func readTopLevelMembers() throws(JSONReadError) -> [(key: String, value: JSONValue)]? {
+    mutating func readTopLevelMembers() throws(JSONReadError) -> [JSONMember]? {
         skipWhitespace()
         guard current == UInt8(ascii: "{") else { return nil }
-        var members: [(key: String, value: JSONValue)] = []
+        var members: [JSONMember] = []
         members.reserveCapacity(6)
-        try readMembers(into: &members) { members, key, value in members.append((key, value)) }
+        try readMembers(into: &members) { members, key, value in members.append(JSONMember(key: key, value: value)) }
         skipWhitespace()
         guard index == bytes.count else { throw fail("unexpected text after the JSON value") }
         return members
@@ -159,12 +167,12 @@ struct JSONReader {
         }
         while true {
             guard current == UInt8(ascii: "\"") else { throw fail("expected a string key") }
-            let key = try readString()
+            let key = try readKey()
             skipWhitespace()
             guard current == UInt8(ascii: ":") else { throw fail("expected ':' after an object key") }
             index += 1
             skipWhitespace()
-            add(&sink, key, try readValue())
+            add(&sink, key, key == "type" ? try readTypeValue() : try readValue())
             skipWhitespace()
             switch current {
             case UInt8(ascii: ","):
@@ -205,6 +213,69 @@ struct JSONReader {
                 throw fail("expected ',' or ']' in an array")
             }
         }
+    }
+
+    /// An object key from its opening quote. The keys every request
+    /// carries (`type`, `id`, `channel`, `data`, a command's `action` and
+    /// `args`) come back as literals when written plainly: no string is
+    /// built, checked and released for them per request (a sixth of a
+    /// `publish` request's parse under callgrind, issue 28). Any other key,
+    /// or one with escapes, is read as ``readString()`` reads it, so the
+    /// result is the same string either way.
+    @inline(__always)
+    private mutating func readKey() throws(JSONReadError) -> String {
+        let start = index + 1
+        if let base = bytes.baseAddress, start < bytes.count {
+            @inline(__always) func plain(_ word: StaticString) -> Bool {
+                let count = word.utf8CodeUnitCount
+                guard start + count < bytes.count, bytes[start + count] == UInt8(ascii: "\"") else { return false }
+                return memcmp(base + start, word.utf8Start, count) == 0
+            }
+            let known: String?
+            switch bytes[start] {
+            case UInt8(ascii: "t"): known = plain("type") ? "type" : nil
+            case UInt8(ascii: "i"): known = plain("id") ? "id" : nil
+            case UInt8(ascii: "c"): known = plain("channel") ? "channel" : nil
+            case UInt8(ascii: "d"): known = plain("data") ? "data" : nil
+            case UInt8(ascii: "a"): known = plain("action") ? "action" : plain("args") ? "args" : nil
+            default: known = nil
+            }
+            if let known {
+                index = start + known.utf8.count + 1
+                return known
+            }
+        }
+        return try readString()
+    }
+
+    /// The value of a `type` member: the operations of the contract (§3)
+    /// come back as literals when written plainly, as ``readKey()`` does
+    /// for keys; anything else is read as ``readValue()`` reads it.
+    private mutating func readTypeValue() throws(JSONReadError) -> JSONValue {
+        let start = index + 1
+        if current == UInt8(ascii: "\""), let base = bytes.baseAddress, start < bytes.count {
+            @inline(__always) func plain(_ word: StaticString) -> Bool {
+                let count = word.utf8CodeUnitCount
+                guard start + count < bytes.count, bytes[start + count] == UInt8(ascii: "\"") else { return false }
+                return memcmp(base + start, word.utf8Start, count) == 0
+            }
+            let known: String?
+            switch bytes[start] {
+            case UInt8(ascii: "p"): known = plain("publish") ? "publish" : plain("ping") ? "ping" : nil
+            case UInt8(ascii: "c"): known = plain("command") ? "command" : nil
+            case UInt8(ascii: "s"): known = plain("subscribe") ? "subscribe" : plain("stats") ? "stats" : nil
+            case UInt8(ascii: "u"): known = plain("unsubscribe") ? "unsubscribe" : nil
+            case UInt8(ascii: "g"): known = plain("get") ? "get" : nil
+            case UInt8(ascii: "h"): known = plain("history") ? "history" : plain("hello") ? "hello" : nil
+            case UInt8(ascii: "l"): known = plain("list") ? "list" : nil
+            default: known = nil
+            }
+            if let known {
+                index = start + known.utf8.count + 1
+                return .string(known)
+            }
+        }
+        return try readValue()
     }
 
     /// A string from its opening quote; plain runs are copied as they are,

@@ -45,9 +45,19 @@ struct SubscriptionIndex {
     /// Total subscriptions, for `stats`.
     private(set) var count = 0
 
+    /// The channel last found by ``subscribers(of:)`` and its list: a
+    /// publisher pipelines its messages to one channel, and comparing the
+    /// name costs less than hashing it for every publish (a twentieth of a
+    /// publish at 10 subscribers under callgrind, issue 28). Cleared when a
+    /// channel's list goes, so it never holds a list the index dropped.
+    private var lastFound: (channel: String, list: SubscriberList)?
+
     /// Subscribers of `channel`, in no particular order.
-    func subscribers(of channel: String) -> SubscriberList? {
-        subscribersByChannel[channel]
+    mutating func subscribers(of channel: String) -> SubscriberList? {
+        if let lastFound, lastFound.channel == channel { return lastFound.list }
+        guard let list = subscribersByChannel[channel] else { return nil }
+        lastFound = (channel, list)
+        return list
     }
 
     func subscriberCount(of channel: String) -> Int {
@@ -93,10 +103,16 @@ struct SubscriptionIndex {
     mutating func remove(_ session: Connection, from channel: String) -> Bool {
         if !withoutMessages.isEmpty { setMessages(true, for: session, on: channel) }
         guard let list = subscribersByChannel[channel], list.remove(session) else { return false }
-        if list.count == 0 { subscribersByChannel[channel] = nil }
+        if list.count == 0 { drop(channel) }
         if let index = session.subscribed.firstIndex(of: channel) { session.subscribed.remove(at: index) }
         count -= 1
         return true
+    }
+
+    /// Forgets `channel`'s list, now empty.
+    private mutating func drop(_ channel: String) {
+        subscribersByChannel[channel] = nil
+        lastFound = nil
     }
 
     /// Removes every subscription of `session`; returns the channels it had.
@@ -106,7 +122,7 @@ struct SubscriptionIndex {
         for channel in channels {
             if !withoutMessages.isEmpty { setMessages(true, for: session, on: channel) }
             guard let list = subscribersByChannel[channel], list.remove(session) else { continue }
-            if list.count == 0 { subscribersByChannel[channel] = nil }
+            if list.count == 0 { drop(channel) }
             count -= 1
         }
         return channels
