@@ -210,7 +210,7 @@ final class Server {
         self.time = time
         self.clock = MonotonicClock(offset: time.offset)
         self.encoder = ReusableMessageEncoder()
-        self.connectionContext = ConnectionContext(encoder: encoder, logger: logger, limits: ConnectionLimits(config), loop: loop)
+        self.connectionContext = ConnectionContext(encoder: encoder, logger: logger, limits: ConnectionLimits(config), time: time)
         if config.readBudgetMicroseconds > 0 {
             loop.readTimePerIteration = UInt64(config.readBudgetMicroseconds) * 1_000
         }

@@ -1,6 +1,6 @@
 import Foundation
 import OutaTimeProtocol
-import OutaTimeServer
+@testable import OutaTimeServer
 import OutaTimeTestSupport
 import Testing
 
@@ -16,12 +16,15 @@ struct RequestRateTests {
 
     @Test("a flooding connection is paused, answered in order later; another connection's pings go on")
     func flooderPaused() throws {
-        // 20 requests per 100 ms window: 200 pings need at least 10 windows.
-        try withTestServer({ $0.maxRequestsPerSecond = 20; $0.requestRateWindowMs = 100 }) { server in
-            let started = Date()
+        // 20 requests per 60 s window, on the server's clock: the windows
+        // pass when the test moves it (``ServerHandle/advanceClock(milliseconds:)``),
+        // never by themselves during the test.
+        try withTestServer({ $0.maxRequestsPerSecond = 20; $0.requestRateWindowMs = 60_000 }) { server in
             let flooder = try server.connectReady(name: "flooder")
             let other = try server.connectReady(name: "other")
             try flood(flooder, first: 1_000, count: 200)
+            // hello took one request of the window: 19 pings are answered, then reading pauses.
+            for id in 1_000..<1_019 { #expect(try flooder.readReply(id: id, timeout: 5).isOK) }
 
             // The other connection is answered while the flooder waits.
             for _ in 0..<5 {
@@ -29,24 +32,29 @@ struct RequestRateTests {
                 #expect(pong.isOK, "got \(describe([pong]))")
             }
             let during = try other.call("stats")
-            #expect((during[int: "request_rate_pauses"] ?? 0) >= 1, "stats: \(during)")
+            #expect(during[int: "request_rate_pauses"] == 1, "stats: \(during)")
+            #expect(flooder.pushes.isEmpty && (try? flooder.readFrame(timeout: 0.2)) == nil, "answered past the rate")
 
-            // Every flood request is answered, in order.
-            var ids: [Int] = []
-            for id in 1_000..<1_200 {
-                let reply = try flooder.readReply(id: id, timeout: 5)
-                #expect(reply.isOK)
-                if let got = (reply["id"] as? NSNumber)?.intValue { ids.append(got) }
+            // Each window that passes answers the next 20, in order.
+            var ids = Array(1_000..<1_019)
+            var next = 1_019
+            for window in 1...10 {
+                #expect(server.handle.advanceClock(milliseconds: 60_000))
+                let end = min(next + 20, 1_200)
+                for id in next..<end {
+                    let reply = try flooder.readReply(id: id, timeout: 5)
+                    #expect(reply.isOK, "window \(window)")
+                    if let got = (reply["id"] as? NSNumber)?.intValue { ids.append(got) }
+                }
+                next = end
+                if next == 1_200 { break }
             }
             #expect(ids == Array(1_000..<1_200))
             #expect(flooder.pushes.isEmpty, "unexpected frames: \(describe(flooder.pushes))")
-            // Without the limit 200 pings take a few ms; with it at least
-            // about 10 windows of 100 ms (a loose lower bound).
-            let elapsed = Date().timeIntervalSince(started)
-            #expect(elapsed >= 0.5, "200 pings answered in \(elapsed) s")
 
+            // (Not a window more: 60 s without a frame would be its idle timeout.)
             let stats = try flooder.call("stats")
-            #expect((stats[int: "request_rate_pauses"] ?? 0) >= 9, "stats: \(stats)")
+            #expect((stats[int: "request_rate_pauses"] ?? 0) >= 10, "stats: \(stats)")
             #expect(stats[int: "max_requests_per_second"] == 20)
             // The connection stays usable.
             #expect(try flooder.request("ping").isOK)

@@ -53,7 +53,7 @@ extension Connection {
     /// write side and waits for the peer's EOF (at most ``ConnectionLimits/lingerMs``).
     func beginClosing(reason: CloseReason, bye: ByeReason? = nil) {
         guard state.isOpen else { return }
-        transition(to: .closing(reason: reason, deadline: context.loop.now + UInt64(context.limits.lingerMs)))
+        transition(to: .closing(reason: reason, deadline: context.time.now + UInt64(context.limits.lingerMs)))
         if let bye { sendFinal(ByePush(reason: bye)) }
         // On WebSocket the conversation ends with a Close frame (after the
         // `bye` when there is one; its reason is the bye reason).

@@ -59,7 +59,7 @@ extension Connection {
                 guard self.state.isOpen else { return }
                 // A complete frame is activity; bytes of one that never
                 // ends are not (one a second would keep a connection for ever).
-                self.lastActivity = context.loop.now
+                self.lastActivity = context.time.now
                 self.take(body, context)
             }
         } catch {
@@ -171,7 +171,7 @@ extension Connection {
     func overRequestRate(_ context: ConnectionContext) -> Bool {
         let limit = context.limits.requestsPerWindow
         guard limit > 0 else { return false }
-        let now = context.loop.now
+        let now = context.time.now
         if now >= rateWindowEnd {
             rateWindowEnd = now + UInt64(context.limits.requestRateWindowMs)
             requestsInWindow = 0

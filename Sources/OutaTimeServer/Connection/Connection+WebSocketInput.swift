@@ -15,7 +15,7 @@ extension Connection {
         context.counters.bytesIn += bytes.count
         link.decoder.append(bytes)
         while state.isOpen, !link.peerClosed, let event = link.decoder.next() {
-            lastActivity = context.loop.now
+            lastActivity = context.time.now
             switch event {
             case .text(let body):
                 body.withUnsafeBytes { take($0, context) }

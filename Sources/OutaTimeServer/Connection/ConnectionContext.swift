@@ -21,8 +21,10 @@ final class ConnectionContext {
     var counters = ServerCounters()
     let logger: Logger
     let limits: ConnectionLimits
-    /// The loop: its time (`loop.now`, milliseconds) is the connections' clock.
-    let loop: Loop
+    /// The server's time (milliseconds, ``ServerClock``): activity,
+    /// request-rate windows and the linger deadline are read from it, so
+    /// a test that moves the server's time moves the connections' too.
+    let time: ServerClock
     /// False while the server drains or has stopped: no connection starts
     /// reading again.
     var takesInput = false
@@ -40,11 +42,11 @@ final class ConnectionContext {
     /// read a stored reference, not a lazily made one (a lazy property's
     /// getter retained and released it on every counter update: +3 % of
     /// the instructions of a publish at 10 subscribers, callgrind).
-    init(encoder: ReusableMessageEncoder, logger: Logger, limits: ConnectionLimits, loop: Loop) {
+    init(encoder: ReusableMessageEncoder, logger: Logger, limits: ConnectionLimits, time: ServerClock) {
         self.encoder = encoder
         self.logger = logger
         self.limits = limits
-        self.loop = loop
+        self.time = time
     }
 
     /// Makes `router` the one connections use (once, before any connection exists).
