@@ -11,10 +11,12 @@
 # mosquitto (Debian packages; a peer that is missing is skipped). Scenarios,
 # each run RUNS times (default 3) per server:
 #   fanout   SUBS subscribers (default "100"; e.g. SUBS="10 100 1000 5000")
-#            × 64 B, 50,000 messages (MSGS): deliveries/s
+#            × 64 B, 50,000 messages at 100 (MSGS; unset: 5 M deliveries a
+#            point, at least 1,000 messages): deliveries/s
 #   latency  100 subscribers, 10,000 publishes/s (1 M deliveries/s) for 5 s: p99
 #   idle     10,000 idle subscribed connections: server RSS per connection
-# SCENARIOS picks some of them (default "fanout latency idle").
+# SCENARIOS picks some of them (default "fanout latency idle"); PEERS the
+# servers (default "outatime baseline redis nats mosquitto relay").
 # PIN=1 is a named placement: every server on CPU 0, the harness on CPU 1
 # (taskset), so a server never shares its core with the harness.
 # Every run gets a fresh server (and a fresh OutaTime database).
@@ -31,7 +33,7 @@ BENCH=${BENCH:-../shared/bench}
 OUT=${1:-/tmp/outatime-bench-$(date +%Y%m%d-%H%M%S)}
 RUNS=${RUNS:-3}
 SUBS=${SUBS:-100}
-MSGS=${MSGS:-50000}
+MSGS=${MSGS:-}
 SCENARIOS=${SCENARIOS:-fanout latency idle}
 SERVER_CPU=() HARNESS_CPU=()
 if [[ ${PIN:-0} == 1 ]]; then SERVER_CPU=(taskset -c 0) HARNESS_CPU=(taskset -c 1); fi
@@ -98,7 +100,7 @@ run_relay() {  # the ceiling: every byte read is written to every other connecti
   "${HARNESS_CPU[@]}" "$BENCH/fanout" --proto raw --port 17000 --server-pid $pid --label relay "$@" 2>/dev/null | grep '^{' >> "$OUT/$file" || true
   kill $pid; wait $pid || true
 }
-PEERS="outatime baseline redis nats mosquitto relay"
+PEERS=${PEERS:-outatime baseline redis nats mosquitto relay}
 wants() { [[ " $SCENARIOS " == *" $1 "* ]]; }
 
 if wants fanout; then
@@ -106,7 +108,8 @@ if wants fanout; then
     for subs in $SUBS; do
       for server in $PEERS; do
         echo "fanout $subs $server" >&2
-        run_$server fanout.jsonl --scenario fanout --subs "$subs" --msgs "$MSGS" --size 64
+        msgs=${MSGS:-$(( 5000000 / subs > 1000 ? 5000000 / subs : 1000 ))}
+        run_$server fanout.jsonl --scenario fanout --subs "$subs" --msgs "$msgs" --size 64
       done
     done
   done
