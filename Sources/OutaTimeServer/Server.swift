@@ -460,19 +460,22 @@ final class Server {
         // (ETIMEDOUT, then the read or write error closes the session like
         // any other): presence and timer viewers follow (§3, "Liveness").
         tcp.setLiveness(config.tcpLiveness)
-        let stream: SocketStream
-        if tls, let tlsContext {
-            do {
-                stream = .tls(try TLSStream(accepting: tcp, context: tlsContext, gate: handshakeGate))
-            } catch {
-                logger.error("cannot start TLS on a connection", metadata: ["error": "\(error)"])
-                tcp.close()
-                return
-            }
-        } else {
-            stream = .tcp(tcp)
-        }
+        guard let stream = socketStream(tcp, tls: tls) else { return }
         admit(stream, host: host, proxy: proxy, early: early, acceptedAt: acceptedAt)
+    }
+
+    /// The stream of an accepted connection: TLS on a TLS listener (its
+    /// handshakes through the per-iteration gate), else plain TCP; nil
+    /// (the socket closed, logged) when TLS cannot start on it.
+    func socketStream(_ tcp: TCPStream, tls: Bool) -> SocketStream? {
+        guard tls, let tlsContext else { return .tcp(tcp) }
+        do {
+            return .tls(try TLSStream(accepting: tcp, context: tlsContext, gate: handshakeGate))
+        } catch {
+            logger.error("cannot start TLS on a connection", metadata: ["error": "\(error)"])
+            tcp.close()
+            return nil
+        }
     }
 
     /// Makes a session of a connection the limits admitted: plain TCP, TLS,

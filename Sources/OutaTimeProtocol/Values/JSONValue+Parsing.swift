@@ -215,6 +215,16 @@ struct JSONReader {
         }
     }
 
+    /// Whether the string starting at `start` (after its opening quote) is
+    /// exactly `word`, unescaped, followed by its closing quote: the test
+    /// of ``readKey()`` and ``readTypeValue()``.
+    @inline(__always)
+    private func literal(_ word: StaticString, at start: Int, in base: UnsafeRawPointer) -> Bool {
+        let count = word.utf8CodeUnitCount
+        guard start + count < bytes.count, bytes[start + count] == UInt8(ascii: "\"") else { return false }
+        return memcmp(base + start, word.utf8Start, count) == 0
+    }
+
     /// An object key from its opening quote. The keys every request
     /// carries (`type`, `id`, `channel`, `data`, a command's `action` and
     /// `args`) come back as literals when written plainly: no string is
@@ -226,11 +236,7 @@ struct JSONReader {
     private mutating func readKey() throws(JSONReadError) -> String {
         let start = index + 1
         if let base = bytes.baseAddress, start < bytes.count {
-            @inline(__always) func plain(_ word: StaticString) -> Bool {
-                let count = word.utf8CodeUnitCount
-                guard start + count < bytes.count, bytes[start + count] == UInt8(ascii: "\"") else { return false }
-                return memcmp(base + start, word.utf8Start, count) == 0
-            }
+            @inline(__always) func plain(_ word: StaticString) -> Bool { literal(word, at: start, in: base) }
             let known: String?
             switch bytes[start] {
             case UInt8(ascii: "t"): known = plain("type") ? "type" : nil
@@ -254,11 +260,7 @@ struct JSONReader {
     private mutating func readTypeValue() throws(JSONReadError) -> JSONValue {
         let start = index + 1
         if current == UInt8(ascii: "\""), let base = bytes.baseAddress, start < bytes.count {
-            @inline(__always) func plain(_ word: StaticString) -> Bool {
-                let count = word.utf8CodeUnitCount
-                guard start + count < bytes.count, bytes[start + count] == UInt8(ascii: "\"") else { return false }
-                return memcmp(base + start, word.utf8Start, count) == 0
-            }
+            @inline(__always) func plain(_ word: StaticString) -> Bool { literal(word, at: start, in: base) }
             let known: String?
             switch bytes[start] {
             case UInt8(ascii: "p"): known = plain("publish") ? "publish" : plain("ping") ? "ping" : nil

@@ -81,20 +81,9 @@ extension Server {
     /// its PROXY header when it came through a trusted balancer; `early`:
     /// the bytes that followed the header in the same read).
     func openHTTP(_ tcp: TCPStream, host: String?, early: UnsafeRawBufferPointer?) {
-        let stream: SocketStream
-        if config.httpTLS, let tlsContext {
-            // `--http-tls` (https://, wss://): the TLS stream of the TLS
-            // listener, its handshakes through the same per-iteration gate.
-            do {
-                stream = .tls(try TLSStream(accepting: tcp, context: tlsContext, gate: handshakeGate))
-            } catch {
-                logger.error("cannot start TLS on an HTTP connection", metadata: ["error": "\(error)"])
-                tcp.close()
-                return
-            }
-        } else {
-            stream = .tcp(tcp)
-        }
+        // `--http-tls` (https://, wss://): the TLS stream of the TLS
+        // listener, its handshakes through the same per-iteration gate.
+        guard let stream = socketStream(tcp, tls: config.httpTLS) else { return }
         nextHTTPSerial += 1
         let connection = HTTPConnection(serial: nextHTTPSerial, stream: stream, peerHost: host, now: time.now)
         httpConnections[connection.serial] = connection
