@@ -11,6 +11,9 @@ public final class Loop {
     /// Scratch `uv_buf_t` array for building one write: libuv copies the
     /// array on `uv_write`, so only the bytes must outlive the call.
     let writeScratch: UnsafeMutablePointer<uv_buf_t>
+    /// Where ``TCPStream/flush()`` gathers small queued chunks into one
+    /// buffer, so the kernel copies one run per write instead of one per chunk.
+    let writeStaging: UnsafeMutableRawBufferPointer
     private var closed = false
     /// Where ``TLSStream`` gathers small writes into one TLS record;
     /// allocated by the first TLS stream of the loop.
@@ -36,6 +39,8 @@ public final class Loop {
     /// Size of the shared read buffer: where TLS decrypts, and the most one
     /// read callback delivers (a TCP read asks for ``ReadBudget`` bytes).
     public static let readBufferSize = 64 * 1024
+    /// Size of ``writeStaging``.
+    static let writeStagingSize = 64 * 1024
     /// The most chunks one write hands to the kernel (below IOV_MAX).
     static let maxChunksPerWrite = 256
     /// The most bytes one `uv_write` is handed (at least one whole chunk).
@@ -51,11 +56,13 @@ public final class Loop {
         raw = .allocate(capacity: 1)
         readBuffer = .allocate(byteCount: Self.readBufferSize, alignment: 16)
         writeScratch = .allocate(capacity: Self.maxChunksPerWrite)
+        writeStaging = .allocate(byteCount: Self.writeStagingSize, alignment: 64)
         let result = uv_loop_init(raw)
         if result < 0 {
             raw.deallocate()
             readBuffer.deallocate()
             writeScratch.deallocate()
+            writeStaging.deallocate()
             throw UVError(result)
         }
     }
@@ -65,6 +72,7 @@ public final class Loop {
         raw.deallocate()
         readBuffer.deallocate()
         writeScratch.deallocate()
+        writeStaging.deallocate()
         recordScratch?.deallocate()
     }
 

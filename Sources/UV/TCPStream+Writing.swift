@@ -13,20 +13,54 @@ extension TCPStream {
     /// True when nothing is queued or in flight.
     public var isDrained: Bool { queue.isEmpty && inFlight == nil }
 
-    /// Sends what is queued: first a direct `writev` (`uv_try_write`), then one
+    /// Sends what is queued: first directly (`uv_try_write`), then one
     /// `uv_write` for the rest. Does nothing while a write is in flight (its
     /// callback flushes again).
+    ///
+    /// Direct writes first *gather* runs of whole chunks into the loop's
+    /// 64 KiB ``Loop/writeStaging`` buffer and write each run as one buffer
+    /// (up to ``Loop/maxBytesPerWrite`` a flush), then hand what is left
+    /// (chunks too large to gather, or none) to one `writev`. A fan-out
+    /// queue is a hundred-odd frames of ~170 bytes per flush, and the kernel
+    /// copies each `iovec` into the socket on its own: one copy of 16 KiB
+    /// cost about half the system time of 130 small ones, while the extra
+    /// copy here is one `memcpy` of bytes already in cache (issue 28,
+    /// docs/BENCHMARKS.md, *Gathered writes*). Only bytes the kernel took
+    /// are consumed; a `uv_write` still points at the chunks themselves.
     public func flush() {
         guard inFlight == nil, !queue.isEmpty, !isClosing else { return }
         let stream = typed(uv_stream_t.self)
         let scratch = loop.writeScratch
-        var count = queue.fill(scratch, max: Loop.maxChunksPerWrite)
-        let written = uv_try_write(stream, scratch, UInt32(count))
-        if written < 0 && written != Int32(UV_EAGAIN.rawValue) {
-            failWrite(UVError(written))
-            return
+        var socketFull = false
+        var gatheredBytes = 0
+        while queue.count > 1, gatheredBytes < Loop.maxBytesPerWrite {
+            let staging = loop.writeStaging
+            let gathered = queue.gather(into: staging)
+            guard gathered.chunks > 1 else { break }
+            var buffer = uv_buf_init(
+                staging.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(gathered.bytes))
+            let written = uv_try_write(stream, &buffer, 1)
+            if written < 0 && written != Int32(UV_EAGAIN.rawValue) {
+                failWrite(UVError(written))
+                return
+            }
+            if written > 0 { queue.consume(Int(written)) }
+            gatheredBytes += gathered.bytes
+            if Int(written) < gathered.bytes {
+                socketFull = true
+                break
+            }
         }
-        if written > 0 { queue.consume(Int(written)) }
+        var count = 0
+        if !socketFull && !queue.isEmpty {
+            count = queue.fill(scratch, max: Loop.maxChunksPerWrite)
+            let written = uv_try_write(stream, scratch, UInt32(count))
+            if written < 0 && written != Int32(UV_EAGAIN.rawValue) {
+                failWrite(UVError(written))
+                return
+            }
+            if written > 0 { queue.consume(Int(written)) }
+        }
         if queue.isEmpty {
             onDrained?()
             return
@@ -154,6 +188,24 @@ struct WriteQueue {
             buffers[index] = uv_buf_init(base.assumingMemoryBound(to: CChar.self), UInt32(entry.count - offset))
         }
         return filled
+    }
+
+    /// Copies whole chunks, from the unwritten offset, into `destination`
+    /// while they fit; returns the bytes copied and how many chunks they came from.
+    func gather(into destination: UnsafeMutableRawBufferPointer) -> (bytes: Int, chunks: Int) {
+        var bytes = 0
+        var chunks = 0
+        let room = destination.count
+        while chunks < count {
+            let entry = entries![(head + chunks) & (capacity - 1)]
+            let offset = chunks == 0 ? headOffset : 0
+            let length = entry.count - offset
+            guard bytes + length <= room else { break }
+            (destination.baseAddress! + bytes).copyMemory(from: entry.base + offset, byteCount: length)
+            bytes += length
+            chunks += 1
+        }
+        return (bytes, chunks)
     }
 
     /// Like ``fill(_:max:)``, but stops after the chunk that reaches

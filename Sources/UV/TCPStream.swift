@@ -3,9 +3,10 @@ import CLibUV
 /// A connected TCP stream with reading and buffered, coalesced writing.
 ///
 /// Writes are queued with ``enqueue(_:)`` (no syscall) and sent by
-/// ``flush()``: one `writev` attempt through `uv_try_write`, and whatever the
-/// kernel did not take goes out as one `uv_write` whose chunks stay alive
-/// until its callback. At most one `uv_write` is in flight per stream.
+/// ``flush()``: small chunks gathered into one buffer per `write`, larger
+/// ones in one `writev`, both through `uv_try_write`; whatever the kernel
+/// did not take goes out as one `uv_write` whose chunks stay alive until its
+/// callback. At most one `uv_write` is in flight per stream.
 public final class TCPStream: Handle {
     private var onData: ((UnsafeRawBufferPointer) -> Void)?
     private var onReadEnd: ((UVError) -> Void)?
