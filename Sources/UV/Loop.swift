@@ -34,7 +34,7 @@ public final class Loop {
     public var deferredReads: Int { budget?.deferredReads ?? 0 }
     /// The bytes one read asks for: the whole read budget of an iteration,
     /// so a read that fills it pauses the stream (``TCPStream/didRead(_:)``).
-    let readSize = min(ReadBudget.bytesPerIteration, Loop.readBufferSize)
+    let readSize = min(ReadBudget.bytesPerRead, Loop.readBufferSize)
 
     /// Size of the shared read buffer: where TLS decrypts, and the most one
     /// read callback delivers (a TCP read asks for ``ReadBudget`` bytes).

@@ -10,10 +10,21 @@ import CLibUV
 /// queued (a publisher sending as fast as it can) therefore held the loop
 /// for many milliseconds while an HTTP scrape or a ping waited
 /// (docs/BENCHMARKS.md, *Fair reading*). Like Redis, which reads at most
-/// 16 KiB per client per event, a stream whose reads in one iteration reach
-/// ``bytesPerIteration`` is paused with `uv_read_stop` and resumed by a check
-/// handle right after the loop's I/O phase, so it is read again at the next
-/// poll, beside everyone else. This pause is separate from the user's
+/// 16 KiB per client per event, a read asks for ``bytesPerRead``, and a
+/// stream whose read fills it is paused with `uv_read_stop` and resumed by
+/// a check handle right after the loop's I/O phase, so it is read again at
+/// the next poll, beside everyone else.
+///
+/// **While reads are cheap**, a stream may go on: up to
+/// ``readsPerIteration`` full reads in one iteration, as long as every read
+/// handled in the iteration so far (all streams') took less than
+/// ``cheapReadTime`` together. Each iteration ends in one flush, and its
+/// fixed costs (a `read`, a `write` per subscriber, an `epoll_wait`, the
+/// pause's two `epoll_ctl`) were a fifth of a publish at 10 subscribers
+/// (docs/BENCHMARKS.md, *Session 19*); where a read's frames cost much
+/// (thousands of subscribers) the first read uses the time up and the
+/// stream pauses after it, as before. The time is measured around the
+/// user's read callback (two `uv_hrtime` per read). This pause is separate from the user's
 /// ``TCPStream/stopReading()``: a stream the user stopped stays stopped,
 /// whether before or during a pause.
 ///
@@ -43,9 +54,35 @@ import CLibUV
 /// stream is owed and every iteration is a round of its own: nothing
 /// changes.
 final class ReadBudget: Handle {
-    /// Bytes one stream may read per loop iteration; also the size of each
-    /// read, so a stream that fills one read has used its budget.
-    static let bytesPerIteration = 16 * 1024
+    /// The size of each read: a stream whose read fills it pauses until the
+    /// next iteration, unless reads are cheap (below).
+    static let bytesPerRead = 16 * 1024
+    /// The most full reads one stream makes in an iteration while reads are
+    /// cheap (32 KiB). Four (64 KiB) measured worse than two at 10
+    /// subscribers: twice the writes a publish, since the kernel did not take
+    /// a subscriber's ~60 KiB of one iteration at once (docs/BENCHMARKS.md,
+    /// *Session 19*).
+    static let readsPerIteration = 2
+    /// The time, in nanoseconds, the reads of one iteration (every stream's
+    /// read callbacks) may take before no stream goes on past one full read.
+    static let cheapReadTime: UInt64 = 500_000
+
+    /// Time the read callbacks of this iteration took so far.
+    private var readTime: UInt64 = 0
+
+    /// Counts `nanoseconds` of read handling in this iteration; the check
+    /// handle resets it when the iteration's I/O phase ends.
+    func spent(_ nanoseconds: UInt64) {
+        readTime &+= nanoseconds
+        checkEachIteration()
+    }
+
+    /// Whether a stream that has made `fullReads` full reads in this
+    /// iteration may read again in it: never past the loop's own
+    /// ``Loop/readTimePerIteration`` either (0: one read an iteration).
+    func mayGoOn(afterFullReads fullReads: Int) -> Bool {
+        fullReads < Self.readsPerIteration && readTime < min(Self.cheapReadTime, loop.readTimePerIteration ?? .max)
+    }
 
     /// Reads deferred so far (one per stream and iteration).
     private(set) var deferredReads = 0
@@ -77,8 +114,9 @@ final class ReadBudget: Handle {
     func admits(_ stream: TCPStream, limit: UInt64) -> Bool {
         let cameUpBefore = stream.cameUpIn == iteration
         stream.cameUpIn = iteration
-        if stream.readInRound == round {
-            // Its turn in this round is over; it reads in the next one.
+        if stream.readInRound == round && stream.fullReads == 0 {
+            // Its turn in this round is over; it reads in the next one
+            // (unless it is going on with cheap reads: ``mayGoOn``).
             deferRead(stream, cameUpBefore: cameUpBefore)
             return false
         }
@@ -154,6 +192,7 @@ final class ReadBudget: Handle {
         }
         if owed.isEmpty { round += 1 }
         readsThisIteration = 0
+        readTime = 0
         iteration += 1
         if paused.isEmpty, owed.isEmpty {
             uv_check_stop(typed(uv_check_t.self))

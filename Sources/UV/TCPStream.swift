@@ -37,6 +37,9 @@ public final class TCPStream: Handle {
     /// Set by the budget when this stream came up twice in one iteration:
     /// the deferral's read callback pauses it (``didDefer()``).
     @exclusivity(unchecked) var pausesWhenDeferred = false
+    /// Full reads in a row in this iteration (``ReadBudget/mayGoOn(afterFullReads:)``);
+    /// reset by a partial read and by a pause, so it never spans iterations.
+    @exclusivity(unchecked) var fullReads = 0
 
     /// Creates an unconnected TCP handle (see ``connect(to:_:)`` or ``TCPListener/accept()``).
     public init(loop: Loop) {
@@ -121,12 +124,21 @@ public final class TCPStream: Handle {
     }
 
     func didRead(_ bytes: UnsafeRawBufferPointer) {
+        let started = uv_hrtime()
         onData?(bytes)
+        let budget = loop.readBudget
+        budget.spent(uv_hrtime() &- started)
         // A read that filled its buffer may have more behind it, and libuv
-        // would read again in this iteration: that is the whole budget.
-        if bytes.count == loop.readSize, isReading, !isClosing {
-            pauseForBudget()
+        // reads again in this iteration unless the stream pauses: it goes
+        // on only while the iteration's reads are cheap (``ReadBudget``).
+        guard bytes.count == loop.readSize, isReading, !isClosing else {
+            fullReads = 0
+            return
         }
+        fullReads += 1
+        if budget.mayGoOn(afterFullReads: fullReads) { return }
+        fullReads = 0
+        pauseForBudget()
     }
 
     /// The read budget deferred this read (libuv reported `UV_ENOBUFS`):

@@ -101,6 +101,35 @@ struct PublishTests {
         }
     }
 
+    /// Output queued in one loop iteration is not a backlog until the
+    /// kernel was offered it (``Connection`` `isShort`): 40 messages from
+    /// one pipelined read, each ~250 bytes queued, go far past a 1 KiB tick
+    /// backlog before the iteration's flush, to a subscriber that reads
+    /// everything at once. None may be dropped.
+    @Test("a burst read in one iteration reaches a subscriber that reads at once, past the tick backlog")
+    func burstPastTheBacklogIsNotDropped() throws {
+        try withTestServer({ $0.tickBacklogBytes = 1_024 }) { server in
+            let subscriber = try server.connectReady()
+            try subscriber.call("subscribe", ["channel": Self.channel])
+            let publisher = try server.connectReady()
+            let text = String(repeating: "y", count: 150)
+            var bytes: [UInt8] = []
+            for n in 1...40 {
+                bytes += TestClient.framed(try TestClient.body(
+                    ["type": "publish", "channel": Self.channel, "data": ["n": n, "text": text]]))
+            }
+            try publisher.sendRaw(bytes)
+            let stats = try publisher.call("stats")  // after the burst: the same connection's read
+            #expect(stats[int: "messages_dropped"] == 0)
+            var received: [Int] = []
+            for _ in 1...40 {
+                received.append(try subscriber.readUntil(type: "message")[object: "data"]?["n"] as? Int ?? -1)
+            }
+            #expect(received == Array(1...40))
+            #expect(!subscriber.pushes.contains { $0.type == "dropped" }, "\(describe(subscriber.pushes))")
+        }
+    }
+
     @Test("an unsubscribed client gets no more messages")
     func unsubscribedGetsNothing() throws {
         try withTestServer { server in

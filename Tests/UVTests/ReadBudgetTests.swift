@@ -1,3 +1,4 @@
+import CLibUV
 import OutaTimeTestKit
 import Testing
 @testable import UV
@@ -7,7 +8,7 @@ import Testing
 /// assert in which iteration bytes arrive, never how long anything took.
 /// Each test ends with `Loop.close()`: the budget's own handle is closed too.
 @Suite struct ReadBudgetTests {
-    static let budget = ReadBudget.bytesPerIteration
+    static let budget = ReadBudget.bytesPerRead
 
     /// Connected pairs of streams on one loop, and an iteration counter.
     final class Pairs {
@@ -92,11 +93,46 @@ import Testing
 
         #expect(largeReceived == large)
         #expect(smallReceived == small)
-        #expect(largeBytesPerIteration.values.allSatisfy { $0 <= Self.budget })
-        #expect(largeBytesPerIteration.count >= large.count / Self.budget)
+        // Cheap reads (appending bytes): up to `readsPerIteration` in a row per iteration.
+        let perIteration = ReadBudget.readsPerIteration * Self.budget
+        #expect(largeBytesPerIteration.values.allSatisfy { $0 <= perIteration })
+        #expect(largeBytesPerIteration.count >= large.count / perIteration)
         // The small stream was not kept waiting for the whole backlog.
         let lastLarge = try #require(largeBytesPerIteration.keys.max())
         #expect(try #require(smallIteration) < lastLarge)
+        try pairs.close()
+    }
+
+    /// Reads whose handling costs more than ``ReadBudget/cheapReadTime``
+    /// (the callback spins past it: what a read of publishes to thousands of
+    /// subscribers costs) get one full read per iteration, as a budget of
+    /// 16 KiB alone gave; cheap ones go on, up to `readsPerIteration` in a row.
+    @Test(arguments: [false, true])
+    func aStreamGoesOnPastOneReadOnlyWhileReadsAreCheap(expensive: Bool) throws {
+        let pairs = try Pairs(count: 1)
+        let payload = Self.payload(12 * Self.budget, seed: 0x3C)
+        try pairs.send([payload])
+        var received: [UInt8] = []
+        var bytesPerIteration: [Int: Int] = [:]
+        try pairs.servers[0].startReading(onData: { bytes in
+            received.append(contentsOf: bytes)
+            bytesPerIteration[pairs.iteration, default: 0] += bytes.count
+            if expensive {
+                let until = uv_hrtime() + ReadBudget.cheapReadTime + 100_000
+                while uv_hrtime() < until {}
+            }
+        }, onEnd: { _ in })
+        try pairs.run { received.count == payload.count }
+        #expect(received == payload)
+        let most = try #require(bytesPerIteration.values.max())
+        if expensive {
+            #expect(most == Self.budget)
+            #expect(bytesPerIteration.count >= 12)
+        } else {
+            #expect(most > Self.budget)
+            #expect(most <= ReadBudget.readsPerIteration * Self.budget)
+            #expect(bytesPerIteration.count < 12)
+        }
         try pairs.close()
     }
 
