@@ -168,8 +168,8 @@ struct OutaTimeServerCommand: ParsableCommand {
     var lapTickMs = 100
 
     @Option(help: ArgumentHelp("""
-        A connection with more than this many bytes queued gets ticks conflated: per channel only the \
-        newest tick waits until its output drains; its message pushes are dropped with a count (a \
+        A connection with more than this many bytes queued that the kernel did not take (its reader \
+        is behind) gets ticks conflated: per channel only the newest tick waits until its output drains; its message pushes are dropped with a count (a \
         'dropped' push once it drains). Ticks and messages never close a slow connection.
         """, valueName: "bytes"))
     var tickBacklogBytes = 65_536

@@ -139,9 +139,10 @@ public struct ServerConfig: Sendable {
     public var helloTimeoutMs = 10_000
     /// Bytes queued for one connection before it is closed as a slow consumer.
     public var outputLimitBytes = 8 << 20
-    /// A connection with this many bytes queued gets ticks conflated: per
-    /// channel only the newest waits, sent once its output has drained.
-    /// Ticks alone never make a slow consumer.
+    /// A connection with this many bytes queued that the kernel did not take
+    /// gets ticks conflated (per channel only the newest waits, sent once
+    /// its output has drained) and its `message` pushes dropped with a
+    /// count. Ticks and messages alone never make a slow consumer.
     public var tickBacklogBytes = 64 << 10
     /// The window of `stats`' `slowest_channels`: each channel keeps its
     /// worst tick lateness and late ticks of the current window of this
