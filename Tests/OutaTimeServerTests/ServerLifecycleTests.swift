@@ -61,4 +61,37 @@ struct ServerLifecycleTests {
         }
         #expect(firstLoop == nil, "the started server dropped before its loop ran left a handle open")
     }
+
+    /// `Server.init` can fail after its loop, handles and store exist: a
+    /// tokens file that cannot be read (before `self` is whole: `abandon()`
+    /// closes what was made) or TLS files that cannot be loaded (after it:
+    /// `deinit` does). Either way nothing stays open: the loop goes, and the
+    /// database's lock is free for the next server at once.
+    @Test("an init that fails half-way (tokens file, TLS files) leaves no handle open and the database free",
+          arguments: ["tokens", "tls"])
+    func initFailsHalfWay(stage: String) throws {
+        let folder = try TemporaryFolder()
+        var config = Self.config(folder)
+        switch stage {
+        case "tokens": config.tokensFile = folder.path("no-such-tokens")
+        default:
+            config.tlsPort = 0
+            config.tls = TLSFiles(certificateFile: folder.path("no-such.crt"), privateKeyFile: folder.path("no-such.key"))
+        }
+        weak var loop: Loop?
+        var failure: (any Error)?
+        do {
+            _ = try Server(config: config, logger: Self.quiet)
+        } catch {
+            failure = error
+        }
+        let error = try #require(failure, "init with a missing \(stage) file succeeded")
+        #expect("\(error)".contains("no-such"), "the error names the file: \(error)")
+        // The next server on the same database opens (the lock was released).
+        do {
+            let next = try Server(config: Self.config(folder), logger: Self.quiet)
+            loop = next.loop
+        }
+        #expect(loop == nil, "the second server's loop stayed alive")
+    }
 }

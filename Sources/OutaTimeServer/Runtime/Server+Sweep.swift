@@ -7,7 +7,10 @@ extension Server {
     func sweep() {
         assertOnLoopThread()
         let now = time.now
-        for connection in Array(connections.values) {
+        // The dictionary's values, not a copy of them in an array (80 KB a
+        // sweep at 10,000 connections): a connection that closes here
+        // removes itself, and value semantics copy the storage only then.
+        for connection in connections.values {
             connection.checkDeadlines(now: now, helloAnsweredLater: slowedHellos[connection.serial] != nil)
         }
         sweepHTTP(now: now)
