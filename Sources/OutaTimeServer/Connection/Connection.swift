@@ -108,7 +108,7 @@ final class Connection {
     /// The client's IP address, its key in ``Server/addresses`` (nil if the
     /// peer's address could not be read).
     var peerHost: String?
-    private(set) var state = State.awaitingHello
+    @exclusivity(unchecked) private(set) var state = State.awaitingHello  // see Server.subscriptions
     /// Whether the peer's bytes are read (``State`` is about our side).
     var readSide = ReadSide.reading
     var decoder: FrameDecoder
@@ -140,13 +140,13 @@ final class Connection {
     /// stored: it would repeat ``id`` in every connection (16 bytes).
     var watcher: Watcher { Watcher(session: id, name: displayName) }
     let connectedAt: UInt64
-    var lastActivity: UInt64
+    @exclusivity(unchecked) var lastActivity: UInt64
     /// The secret of this connection's `resume_key` (§6.1), chosen by
     /// `hello`; only a ready session can be resumed, so the zero it starts
     /// with never matches.
     var resumeSecret = ResumeKey.Secret(high: 0, low: 0)
     /// The connection's requests in order, and its replies not yet sent.
-    var requests = RequestQueue()
+    @exclusivity(unchecked) var requests = RequestQueue()
     /// The channel name this connection named last, parsed: pipelined
     /// commands name the same channel again and again (``Server/scopedChannel(_:for:)``).
     var lastChannel: ChannelName? {
@@ -162,7 +162,7 @@ final class Connection {
     /// Channels this session is subscribed to (kept by ``SubscriptionIndex``).
     var subscribed: [String] = []
     /// Queued for the once-per-iteration flush (``ConnectionContext/markDirty(_:)``).
-    var isDirty = false
+    @exclusivity(unchecked) var isDirty = false
     /// `!held.isEmpty`, kept by `held`'s observer (declared among the flags:
     /// it takes their padding, not another word of every session). A
     /// broadcast asks this of every subscriber: a Bool is a load, where the

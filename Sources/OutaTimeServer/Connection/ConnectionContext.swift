@@ -18,7 +18,7 @@ final class ConnectionContext {
     /// Encodes every reply and push (loop thread only).
     let encoder: ReusableMessageEncoder
     /// The counters `stats` and `/metrics` report (``Server/counters`` is this).
-    var counters = ServerCounters()
+    @exclusivity(unchecked) var counters = ServerCounters()  // see Server.subscriptions
     let logger: Logger
     let limits: ConnectionLimits
     /// The server's time (milliseconds, ``ServerClock``): activity,
@@ -31,7 +31,7 @@ final class ConnectionContext {
     /// Connections with output queued since the last flush, each once
     /// (``Connection/isDirty``); the server flushes them once per loop
     /// iteration.
-    var dirty: [Connection] = []
+    @exclusivity(unchecked) var dirty: [Connection] = []  // see Server.subscriptions
 
     /// The loop's thread: connections are entered on it only.
     private let loopThread = pthread_self()
