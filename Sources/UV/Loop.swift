@@ -19,8 +19,9 @@ public final class Loop {
     /// allocated by the first TLS stream of the loop.
     var recordScratch: UnsafeMutableRawBufferPointer?
     /// Pauses streams that used their read budget in this iteration and
-    /// defers reads past the iteration's time; created at the first pause
-    /// or with ``readTimePerIteration`` (a quiet loop has no extra handle).
+    /// defers reads past the iteration's time; created at the first read
+    /// (which it times) or with ``readTimePerIteration`` (a loop that never
+    /// reads has no extra handle).
     private var budget: ReadBudget?
     /// How long the reads of one loop iteration may take, in nanoseconds,
     /// before the streams still ready wait for a later iteration, each

@@ -25,12 +25,10 @@ extension TCPStream {
     /// copies each `iovec` into the socket on its own: one copy of 16 KiB
     /// cost about half the system time of 130 small ones, while the extra
     /// copy here is one `memcpy` of bytes already in cache (issue 28,
-    /// docs/BENCHMARKS.md, *Gathered writes*). Only bytes the kernel took
+    /// docs/BENCHMARKS.md, *Session 19*). Only bytes the kernel took
     /// are consumed; a `uv_write` still points at the chunks themselves.
     public func flush() {
         guard inFlight == nil, !queue.isEmpty, !isClosing else { return }
-        let stream = typed(uv_stream_t.self)
-        let scratch = loop.writeScratch
         var socketFull = false
         var gatheredBytes = 0
         while queue.count > 1, gatheredBytes < Loop.maxBytesPerWrite {
@@ -39,45 +37,49 @@ extension TCPStream {
             guard gathered.chunks > 1 else { break }
             var buffer = uv_buf_init(
                 staging.baseAddress!.assumingMemoryBound(to: CChar.self), UInt32(gathered.bytes))
-            let written = uv_try_write(stream, &buffer, 1)
-            if written < 0 && written != Int32(UV_EAGAIN.rawValue) {
-                failWrite(UVError(written))
-                return
-            }
-            if written > 0 { queue.consume(Int(written)) }
+            guard let written = tryWrite(&buffer, count: 1) else { return }
             gatheredBytes += gathered.bytes
-            if Int(written) < gathered.bytes {
+            if written < gathered.bytes {
                 socketFull = true
                 break
             }
         }
-        var count = 0
+        let scratch = loop.writeScratch
         if !socketFull && !queue.isEmpty {
-            count = queue.fill(scratch, max: Loop.maxChunksPerWrite)
-            let written = uv_try_write(stream, scratch, UInt32(count))
-            if written < 0 && written != Int32(UV_EAGAIN.rawValue) {
-                failWrite(UVError(written))
-                return
-            }
-            if written > 0 { queue.consume(Int(written)) }
+            let count = queue.fill(scratch, max: Loop.maxChunksPerWrite)
+            guard tryWrite(scratch, count: count) != nil else { return }
         }
         if queue.isEmpty {
             onDrained?()
             return
         }
         // Bounded: what libuv holds cannot be dropped any more.
-        count = queue.fill(scratch, max: Loop.maxChunksPerWrite, maxBytes: Loop.maxBytesPerWrite)
+        let count = queue.fill(scratch, max: Loop.maxChunksPerWrite, maxBytes: Loop.maxBytesPerWrite)
         var byteCount = 0
         for index in 0..<count { byteCount += Int(scratch[index].len) }
         let pending = PendingWrite(stream: self, owners: queue.removeFirst(count), byteCount: byteCount)
         pending.request.pointee.data = Unmanaged.passRetained(pending).toOpaque()
-        let result = uv_write(pending.request, stream, scratch, UInt32(count), Trampolines.onWrite)
+        let result = uv_write(pending.request, typed(uv_stream_t.self), scratch, UInt32(count), Trampolines.onWrite)
         if result < 0 {
             Unmanaged.passUnretained(pending).release()
             failWrite(UVError(result))
             return
         }
         inFlight = pending
+    }
+
+    /// One `uv_try_write` of `count` buffers: consumes what the kernel took
+    /// and returns its byte count (0 when the socket is full), or nil after
+    /// failing the stream on an error.
+    private func tryWrite(_ buffers: UnsafeMutablePointer<uv_buf_t>, count: Int) -> Int? {
+        let written = uv_try_write(typed(uv_stream_t.self), buffers, UInt32(count))
+        if written == Int32(UV_EAGAIN.rawValue) { return 0 }
+        if written < 0 {
+            failWrite(UVError(written))
+            return nil
+        }
+        queue.consume(Int(written))
+        return Int(written)
     }
 
     /// Drops the queued chunks that have not been handed to the kernel or
